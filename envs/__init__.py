@@ -1,0 +1,21 @@
+"""Jittable games with chance as an explicit player.
+
+    import envs
+    env = envs.make("catch", rows=10, columns=5)
+    state = env.init(key)                 # may be a chance node
+    state = env.step(state, action)       # one transition (action or outcome)
+    state = env.step(state, action, key)  # ... then sample chance, as in pgx
+
+See `envs/API.md` for the contract.
+"""
+
+from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State
+from envs.registry import default_params, make, register, registered
+
+# Each import registers one game.
+from envs import catch  # noqa: F401  pylint: disable=unused-import
+
+__all__ = [
+    "CHANCE", "TERMINAL", "PAYOFF_KINDS", "Env", "Game", "State", "make",
+    "register", "registered", "default_params",
+]

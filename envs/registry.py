@@ -1,0 +1,75 @@
+"""A validating registry of games, in the style of `gymnax.registration`."""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple, Type
+
+from envs.core import PAYOFF_KINDS, Env, Game, ParamValue
+
+_REGISTRY: Dict[str, Type[Game]] = {}
+
+
+def register(cls: Type[Game]) -> Type[Game]:
+  """Class decorator: adds a `Game` subclass to the registry under `cls.name`."""
+  if not cls.name:
+    raise ValueError(f"{cls.__name__} has no `name`")
+  if cls.name in _REGISTRY:
+    raise ValueError(f"game {cls.name!r} is already registered")
+  if cls.payoff not in PAYOFF_KINDS:
+    raise ValueError(f"{cls.__name__}.payoff must be one of {PAYOFF_KINDS}, "
+                     f"got {cls.payoff!r}")
+  _REGISTRY[cls.name] = cls
+  return cls
+
+
+def registered() -> Tuple[str, ...]:
+  """The names of all registered games, sorted."""
+  return tuple(sorted(_REGISTRY))
+
+
+def default_params(name: str) -> Dict[str, ParamValue]:
+  """The parameters of game `name` with their defaults."""
+  return dict(_game_class(name).default_params)
+
+
+def _game_class(name: str) -> Type[Game]:
+  if not isinstance(name, str) or name not in _REGISTRY:
+    raise ValueError(f"unknown env {name!r}; registered envs: "
+                     f"{', '.join(registered())}")
+  return _REGISTRY[name]
+
+
+def _type_ok(value: object, default: ParamValue) -> bool:
+  if isinstance(default, bool):
+    return isinstance(value, bool)
+  if isinstance(default, int):
+    return isinstance(value, int) and not isinstance(value, bool)
+  if isinstance(default, float):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+  return isinstance(value, type(default))
+
+
+def make(name: str, **params: ParamValue) -> Env:
+  """Builds the registered game `name` with `params` overriding its defaults.
+
+  Raises:
+    ValueError: unknown name, unknown parameter, a value of the wrong type, or
+      a value the game rejects. The message lists what is valid.
+  """
+  cls = _game_class(name)
+  defaults = dict(cls.default_params)
+  unknown = sorted(set(params) - set(defaults))
+  if unknown:
+    valid = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "none"
+    raise ValueError(f"unknown parameter(s) {unknown} for env {name!r}; "
+                     f"valid parameters (with defaults): {valid}")
+  for key, value in params.items():
+    if not _type_ok(value, defaults[key]):
+      raise ValueError(
+          f"env {name!r}: parameter {key!r} must be of type "
+          f"{type(defaults[key]).__name__}, got {value!r}")
+    if isinstance(defaults[key], float):
+      params[key] = float(value)
+  full = {**defaults, **params}
+  cls.validate_params(full)
+  return Env(cls(**full))

@@ -1,0 +1,197 @@
+"""The contract every registered game must satisfy, as reusable checks.
+
+`tests/test_contract.py` runs `check_contract` over the whole registry, so a
+new game is checked as soon as it is registered. Each check raises
+AssertionError with a message naming the env.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.core import CHANCE, TERMINAL, Env, State
+
+
+def random_action(state: State, key: jax.Array) -> jax.Array:
+  """int32 `[]`: a uniformly random legal action at a decision node, a chance
+  outcome drawn from `chance_probs` at a chance node, 0 when done."""
+  k1, k2 = jax.random.split(key)
+  mask = state.legal_action_mask
+  act = jax.random.categorical(k1, jnp.where(mask, 0.0, -jnp.inf))
+  out = jax.random.categorical(k2, jnp.log(state.chance_probs))
+  act = jnp.where(jnp.any(mask), act, 0)
+  return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
+
+
+def random_playout(env: Env, key: jax.Array, batch: int,
+                   num_steps: int) -> Dict[str, np.ndarray]:
+  """Plays `batch` random games for `num_steps` explicit transitions (chance
+  outcomes drawn by the caller, i.e. `env.step(state, action)`).
+
+  Returns numpy arrays with a leading time axis `[num_steps + 1, batch, ...]`
+  for current_player, legal_action_mask, chance_probs, rewards, terminated,
+  truncated, step_count and illegal_action, plus `actions` `[num_steps, batch]`.
+  """
+
+  def summary(s: State):
+    return dict(current_player=s.current_player,
+                legal_action_mask=s.legal_action_mask,
+                chance_probs=s.chance_probs, rewards=s.rewards,
+                terminated=s.terminated, truncated=s.truncated,
+                step_count=s.step_count, illegal_action=s.illegal_action)
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    state = jax.vmap(env.init)(jax.random.split(k0, batch))
+
+    def body(s, k):
+      a = jax.vmap(random_action)(s, jax.random.split(k, batch))
+      s2 = jax.vmap(env.step)(s, a)
+      return s2, (summary(s2), a)
+
+    _, (traj, actions) = jax.lax.scan(body, state,
+                                      jax.random.split(k1, num_steps))
+    first = summary(state)
+    traj = jax.tree.map(lambda f, t: jnp.concatenate([f[None], t]), first, traj)
+    return traj, actions
+
+  traj, actions = jax.device_get(run(key))
+  out = {k: np.asarray(v) for k, v in traj.items()}
+  out["actions"] = np.asarray(actions)
+  return out
+
+
+def check_shapes(env: Env, key: jax.Array) -> None:
+  """init and step work under jit and vmap, with fixed shapes and dtypes."""
+  name = env.id
+  batch = 3
+  states = jax.jit(jax.vmap(env.init))(jax.random.split(key, batch))
+  expected = {
+      "current_player": ((batch,), jnp.int32),
+      "legal_action_mask": ((batch, env.num_actions), jnp.bool_),
+      "chance_probs": ((batch, env.num_chance_outcomes), jnp.float32),
+      "observation": ((batch,) + env.observation_shape, jnp.float32),
+      "rewards": ((batch, env.num_players), jnp.float32),
+      "terminated": ((batch,), jnp.bool_),
+      "truncated": ((batch,), jnp.bool_),
+      "step_count": ((batch,), jnp.int32),
+      "illegal_action": ((batch,), jnp.bool_),
+  }
+  step = jax.jit(jax.vmap(env.step))
+  keyed_step = jax.jit(jax.vmap(env.step))
+  for s in (states,
+            step(states, jax.vmap(random_action)(states, jax.random.split(key, batch))),
+            keyed_step(states, jax.vmap(random_action)(states, jax.random.split(key, batch)),
+                       jax.random.split(key, batch))):
+    for field, (shape, dtype) in expected.items():
+      value = getattr(s, field)
+      assert value.shape == shape, f"{name}: {field} shape {value.shape} != {shape}"
+      assert value.dtype == dtype, f"{name}: {field} dtype {value.dtype} != {dtype}"
+  # The game pytree keeps its structure and shapes across a step.
+  s1 = step(states, jax.vmap(random_action)(states, jax.random.split(key, batch)))
+  assert jax.tree.structure(s1) == jax.tree.structure(states), f"{name}: pytree changed"
+  for a, b in zip(jax.tree.leaves(s1), jax.tree.leaves(states)):
+    assert a.shape == b.shape and a.dtype == b.dtype, f"{name}: leaf changed"
+  assert env.num_chance_outcomes >= 1, f"{name}: num_chance_outcomes < 1"
+  assert env.num_players >= 1 and env.num_actions >= 1
+
+
+def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.ndarray]:
+  """Random playouts: masks, chance probabilities, rewards, termination."""
+  name = env.id
+  t = random_playout(env, key, batch, env.max_game_length + 2)
+  player, mask, probs = t["current_player"], t["legal_action_mask"], t["chance_probs"]
+  done = t["terminated"] | t["truncated"]
+  decision = player >= 0
+  chance = player == CHANCE
+  assert np.all((player >= TERMINAL) & (player < env.num_players)), f"{name}: bad player id"
+  assert np.all(mask[decision].any(-1)), f"{name}: empty legal mask at a decision node"
+  assert not np.any(mask[~decision]), f"{name}: legal actions at a non-decision node"
+  assert np.all(probs >= 0), f"{name}: negative chance probability"
+  np.testing.assert_allclose(probs[chance].sum(-1), 1.0, atol=1e-5,
+                             err_msg=f"{name}: chance probs do not sum to 1")
+  assert not np.any(probs[~chance]), f"{name}: chance probs at a non-chance node"
+  assert np.array_equal(done, player == TERMINAL), f"{name}: TERMINAL != done"
+  assert not np.any(t["illegal_action"]), f"{name}: random legal play was flagged illegal"
+  # Every game ends within max_game_length transitions.
+  assert np.all(done[env.max_game_length]), f"{name}: game longer than max_game_length"
+  # Absorbing: once done, nothing changes and rewards are zero.
+  for k in range(1, done.shape[0]):
+    was = done[k - 1]
+    assert np.all(t["rewards"][k][was] == 0), f"{name}: reward after the end"
+    assert np.all(t["step_count"][k][was] == t["step_count"][k - 1][was]), \
+        f"{name}: step_count moved after the end"
+  rewards = t["rewards"]
+  if env.payoff == "zero_sum":
+    np.testing.assert_allclose(rewards.sum(-1), 0.0, atol=1e-5,
+                               err_msg=f"{name}: zero-sum rewards do not sum to 0")
+  if env.payoff == "collaborative":
+    assert np.all(rewards == rewards[..., :1]), f"{name}: collaborative rewards differ"
+  return t
+
+
+def check_determinism(env: Env, key: jax.Array) -> None:
+  """The same key gives the same trajectory (keyed `step` included)."""
+  a = random_playout(env, key, 4, min(env.max_game_length, 64))
+  b = random_playout(env, key, 4, min(env.max_game_length, 64))
+  for k in a:
+    assert np.array_equal(a[k], b[k]), f"{env.id}: {k} differs for the same key"
+
+
+def check_keyed_step(env: Env, key: jax.Array, batch: int = 16) -> None:
+  """`reset` and `step(state, action, key)` never stop at a chance node."""
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    s = jax.vmap(env.reset)(jax.random.split(k0, batch))
+
+    def body(s, k):
+      ka, kc = jax.random.split(k)
+      a = jax.vmap(random_action)(s, jax.random.split(ka, batch))
+      s = jax.vmap(env.step)(s, a, jax.random.split(kc, batch))
+      return s, s.current_player
+    s0 = s.current_player
+    _, players = jax.lax.scan(body, s, jax.random.split(k1, env.max_game_length))
+    return s0, players
+
+  s0, players = jax.device_get(run(key))
+  assert not np.any(s0 == CHANCE), f"{env.id}: reset stopped at a chance node"
+  assert not np.any(players == CHANCE), f"{env.id}: keyed step stopped at chance"
+
+
+def check_absorbing_and_illegal(env: Env, key: jax.Array) -> None:
+  """An illegal action ends the game with the documented penalty."""
+  s = env.reset(key)
+  if int(s.current_player) < 0:
+    return
+  illegal = [i for i, m in enumerate(np.asarray(s.legal_action_mask)) if not m]
+  for a in illegal[:1] + [env.num_actions]:
+    s2 = jax.jit(env.step)(s, jnp.int32(a))
+    assert bool(s2.terminated) and bool(s2.illegal_action), f"{env.id}: illegal {a} not flagged"
+    mover = int(s.current_player)
+    assert float(s2.rewards[mover]) == -1.0, f"{env.id}: illegal mover reward"
+    s3 = jax.jit(env.step)(s2, jnp.int32(0))
+    assert not np.any(np.asarray(s3.rewards)), f"{env.id}: reward after the end"
+    try:
+      env.check_action(s, a)
+    except ValueError as e:
+      assert "legal" in str(e)
+    else:
+      raise AssertionError(f"{env.id}: check_action accepted illegal {a}")
+
+
+def check_contract(env: Env, key: jax.Array) -> None:
+  """All contract checks for one env."""
+  ks = jax.random.split(key, 5)
+  check_shapes(env, ks[0])
+  check_playouts(env, ks[1])
+  check_determinism(env, ks[2])
+  check_keyed_step(env, ks[3])
+  check_absorbing_and_illegal(env, ks[4])
+  assert isinstance(env.render(env.init(ks[0])), str)
