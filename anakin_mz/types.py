@@ -1,0 +1,74 @@
+"""Data types shared by the network, the search, self-play and the learner.
+
+Point of view: every value and reward inside the agent is from the point of
+view of the *root mover*, the player to move at the observed decision node the
+search (or a training unroll) starts from. The identity head predicts the
+*relative* player of a latent state: `(player - root_player) mod num_players`,
+so relative player 0 is the root mover. Index `num_players` means chance and
+`num_players + 1` terminal. With these conventions the tree needs no discount
+of -1: a choice node of relative player r reads Q with sign +1 if r == 0 or
+the payoff is single/collaborative, and -1 otherwise (two-player zero-sum).
+
+Unified actions (the paper's A = A_pi U A_psi): player action `a` is `a`,
+chance outcome `c` is `num_actions + c`, for `num_actions + num_chance_outcomes`
+actions in all.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import chex
+import jax
+
+Params = chex.ArrayTree
+Embedding = chex.ArrayTree
+
+
+@chex.dataclass(frozen=True)
+class ModelOutput:
+  """One evaluation of the learned model (g then f, or h then f at the root)
+  for a batch of latent states.
+
+  Attributes:
+    reward: `[B]` reward of the transition into the state, root mover's POV
+      (zeros at the root).
+    value: `[B]` value of the state, root mover's POV.
+    policy_logits: `[B, num_actions]` choice-policy logits.
+    chance_logits: `[B, num_chance_outcomes]` chance-policy logits.
+    identity_logits: `[B, num_players + 2]` who acts in the state: relative
+      player, chance (`num_players`), terminal (`num_players + 1`).
+    embedding: the latent state, `[B, ...]`.
+  """
+  reward: chex.Array
+  value: chex.Array
+  policy_logits: chex.Array
+  chance_logits: chex.Array
+  identity_logits: chex.Array
+  embedding: Embedding
+
+
+# recurrent_fn(params, rng_key, unified_action [B] int32, embedding) -> ModelOutput
+RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding], ModelOutput]
+
+
+def chance_identity(num_players: int) -> int:
+  """Identity-head index of a chance node."""
+  return num_players
+
+
+def terminal_identity(num_players: int) -> int:
+  """Identity-head index of a terminal node."""
+  return num_players + 1
+
+
+def relative_identity(player: jax.Array, root_player: jax.Array,
+                      num_players: int) -> jax.Array:
+  """int32: identity-head class of absolute `player` (`envs.CHANCE` and
+  `envs.TERMINAL` included) seen from `root_player`. Shapes broadcast."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from envs.core import CHANCE  # pylint: disable=import-outside-toplevel
+  rel = jnp.mod(player - root_player, num_players)
+  return jnp.where(player >= 0, rel,
+                   jnp.where(player == CHANCE, num_players,
+                             num_players + 1)).astype(jnp.int32)
