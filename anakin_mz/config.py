@@ -1,0 +1,239 @@
+"""Experiment configuration: frozen dataclasses, loaded from YAML with
+`key=value` overrides, validated up front and never mutated at run time.
+
+A config file has five sections, each mapping onto one dataclass:
+
+    env:     {name: nannon, params: {...}}       # envs.make(name, **params)
+    network: {...}                               # networks.NetworkConfig
+    search:  {...}                               # search.SearchConfig
+    loss:    {...}                               # loss.LossConfig
+    train:   {...}                               # TrainConfig below
+    seed: 0
+
+Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
+`env.params.points=12`. Values are parsed as YAML scalars.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import yaml
+
+import envs
+from envs.core import ParamValue
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """The Anakin loop: self-play, replay and optimisation settings."""
+  num_envs: int = 64             # B: self-play games in parallel per device
+  rollout_length: int = 16       # T: env transitions per lane per self-play chunk
+  replay_capacity: int = 512     # L: time steps kept per lane in the ring buffer
+  min_replay: int = 32           # time steps per lane before updates start
+  batch_size: int = 256          # samples per gradient update, per device
+  replay_ratio: float = 1.0      # samples trained per transition generated
+  unroll_steps: int = 6          # K
+  td_steps: int = 0              # 0: game outcome; n > 0: n-step bootstrap
+  discount: float = 1.0          # reward discount (1 for board games)
+  learning_rate: float = 1e-3
+  max_grad_norm: float = 5.0     # Adam with global-norm clipping
+  temperature_start: float = 1.0   # self-play action temperature, decayed
+  temperature_end: float = 0.25    # linearly to this over the run
+  total_updates: int = 10_000    # budget in gradient updates (per device)
+  eval_every: int = 500          # updates between evaluations (0: never)
+  eval_games: int = 256          # games per evaluation
+  checkpoint_every: int = 1_000  # updates between checkpoints (0: end only)
+  log_every: int = 50            # updates between TensorBoard scalars
+
+  def __post_init__(self):
+    positive = ("num_envs", "rollout_length", "replay_capacity", "batch_size",
+                "unroll_steps", "total_updates", "eval_games", "log_every")
+    for name in positive:
+      if getattr(self, name) < 1:
+        raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+    if self.replay_ratio <= 0:
+      raise ValueError(f"train.replay_ratio must be > 0, got {self.replay_ratio}")
+    if self.td_steps < 0:
+      raise ValueError(f"train.td_steps must be >= 0, got {self.td_steps}")
+    if not 0 < self.discount <= 1:
+      raise ValueError(f"train.discount must be in (0, 1], got {self.discount}")
+    if self.replay_capacity < self.unroll_steps + self.rollout_length + 1:
+      raise ValueError("train.replay_capacity must exceed rollout_length + "
+                       f"unroll_steps; got {self.replay_capacity}")
+    if not 0 <= self.min_replay <= self.replay_capacity:
+      raise ValueError(f"train.min_replay must be in [0, replay_capacity], "
+                       f"got {self.min_replay}")
+    for name in ("eval_every", "checkpoint_every"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"train.{name} must be >= 0")
+
+  def updates_per_chunk(self, transitions_per_chunk: int) -> int:
+    """Gradient updates after each self-play chunk, from `replay_ratio`."""
+    return max(1, round(self.replay_ratio * transitions_per_chunk / self.batch_size))
+
+
+def _section_classes():
+  # Imported lazily: these modules pull in flax and mctx.
+  from anakin_mz.loss import LossConfig  # pylint: disable=import-outside-toplevel
+  from anakin_mz.networks import NetworkConfig  # pylint: disable=import-outside-toplevel
+  from anakin_mz.search import SearchConfig  # pylint: disable=import-outside-toplevel
+  return {"network": NetworkConfig, "search": SearchConfig,
+          "loss": LossConfig, "train": TrainConfig}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """A whole experiment. Build with `load` or `from_dict`."""
+  env: str
+  env_params: Tuple[Tuple[str, ParamValue], ...]
+  network: typing.Any  # networks.NetworkConfig (lazy import)
+  search: typing.Any   # search.SearchConfig
+  loss: typing.Any     # loss.LossConfig
+  train: TrainConfig
+  seed: int = 0
+
+  def make_env(self) -> envs.Env:
+    """The configured game."""
+    return envs.make(self.env, **dict(self.env_params))
+
+  def to_dict(self) -> Dict[str, object]:
+    """A plain, YAML/JSON-serialisable dict that `from_dict` reads back."""
+    out = {"env": {"name": self.env, "params": dict(self.env_params)},
+           "seed": self.seed}
+    for name in ("network", "search", "loss", "train"):
+      section = dataclasses.asdict(getattr(self, name))
+      out[name] = {k: list(v) if isinstance(v, tuple) else v
+                   for k, v in section.items()}
+    return out
+
+
+def _coerce(value: object, default: object, where: str) -> object:
+  """Checks/converts a config value to the type of the field's default."""
+  if isinstance(default, bool):
+    if isinstance(value, bool):
+      return value
+  elif isinstance(default, int):
+    if isinstance(value, int) and not isinstance(value, bool):
+      return value
+  elif isinstance(default, float):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+      return float(value)
+  elif isinstance(default, str):
+    if isinstance(value, str):
+      return value
+  elif isinstance(default, tuple):
+    if isinstance(value, (list, tuple)):
+      return tuple(value)
+  elif default is None:
+    return value
+  else:
+    return value
+  raise ValueError(f"{where} must be of type {type(default).__name__} "
+                   f"(like its default {default!r}), got {value!r}")
+
+
+def _build_section(cls, values: Mapping[str, object], section: str):
+  if not isinstance(values, Mapping):
+    raise ValueError(f"config section {section!r} must be a mapping, got {values!r}")
+  fields = {f.name: f for f in dataclasses.fields(cls)}
+  unknown = sorted(set(values) - set(fields))
+  if unknown:
+    raise ValueError(f"unknown key(s) {', '.join(section + '.' + k for k in unknown)}; "
+                     f"valid keys in {section!r}: {', '.join(sorted(fields))}")
+  kwargs = {}
+  for name, value in values.items():
+    f = fields[name]
+    if f.default is not dataclasses.MISSING:
+      default = f.default
+    elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+      default = f.default_factory()  # type: ignore[misc]
+    else:
+      default = None
+    kwargs[name] = _coerce(value, default, f"{section}.{name}")
+  try:
+    return cls(**kwargs)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"invalid {section!r} config: {e}") from None
+
+
+def from_dict(raw: Mapping[str, object]) -> Config:
+  """Builds and validates a Config from a parsed YAML mapping.
+
+  Raises:
+    ValueError: a missing or unknown section or key, a value of the wrong
+      type or out of range, or an unknown env / env parameter.
+  """
+  if not isinstance(raw, Mapping):
+    raise ValueError(f"a config must be a mapping, got {type(raw).__name__}")
+  sections = _section_classes()
+  valid = {"env", "seed", *sections}
+  unknown = sorted(set(raw) - valid)
+  if unknown:
+    raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
+  env_section = raw.get("env")
+  if not isinstance(env_section, Mapping) or "name" not in env_section:
+    raise ValueError("config needs `env: {name: ..., params: {...}}`; "
+                     f"registered envs: {', '.join(envs.registered())}")
+  extra = sorted(set(env_section) - {"name", "params"})
+  if extra:
+    raise ValueError(f"unknown key(s) in env section: {extra}; valid: name, params")
+  name = env_section["name"]
+  params = dict(env_section.get("params") or {})
+  envs.make(name, **params)  # validates name and params with a clear message
+  seed = raw.get("seed", 0)
+  if not isinstance(seed, int) or isinstance(seed, bool):
+    raise ValueError(f"seed must be an integer, got {seed!r}")
+  built = {k: _build_section(cls, raw.get(k) or {}, k) for k, cls in sections.items()}
+  return Config(env=name, env_params=tuple(sorted(params.items())), seed=seed, **built)
+
+
+def parse_overrides(overrides: Sequence[str]) -> Dict[str, object]:
+  """`["train.batch_size=64", ...]` -> nested dict. Values are YAML scalars."""
+  nested: Dict[str, object] = {}
+  for item in overrides:
+    if "=" not in item:
+      raise ValueError(f"override {item!r} is not of the form section.key=value")
+    key, text = item.split("=", 1)
+    parts = key.strip().split(".")
+    if not all(parts):
+      raise ValueError(f"override {item!r} has an empty key part")
+    value = yaml.safe_load(text) if text.strip() else ""
+    node = nested
+    for p in parts[:-1]:
+      node = node.setdefault(p, {})  # type: ignore[assignment]
+      if not isinstance(node, dict):
+        raise ValueError(f"override {item!r} conflicts with another override")
+    node[parts[-1]] = value
+  return nested
+
+
+def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, object]:
+  out = dict(base)
+  for k, v in over.items():
+    if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+      out[k] = _merge(dict(out[k]), v)  # type: ignore[arg-type]
+    else:
+      out[k] = v
+  return out
+
+
+def load(path: Optional[str], overrides: Sequence[str] = (),
+         base: Optional[Mapping[str, object]] = None) -> Config:
+  """Loads a YAML config file (or `base`), applies overrides, validates."""
+  raw: Dict[str, object] = dict(base or {})
+  if path is not None:
+    try:
+      with open(path, encoding="utf-8") as f:
+        loaded = yaml.safe_load(f)
+    except FileNotFoundError:
+      raise ValueError(f"config file {path!r} does not exist") from None
+    except yaml.YAMLError as e:
+      raise ValueError(f"config file {path!r} is not valid YAML: {e}") from None
+    if not isinstance(loaded, Mapping):
+      raise ValueError(f"config file {path!r} must hold a mapping")
+    raw = _merge(raw, loaded)
+  raw = _merge(raw, parse_overrides(overrides))
+  return from_dict(raw)
