@@ -100,10 +100,12 @@ class Catch(Game):
 
   def observe(self, g: CatchState, player: jax.Array) -> jax.Array:
     del player
-    obs = jnp.zeros((self.rows, self.columns), jnp.float32)
-    obs = obs.at[g.ball_row, g.ball_col].set(jnp.where(g.started, 1.0, 0.0))
-    obs = obs.at[self.rows - 1, g.paddle_col].set(1.0)
-    return obs[..., None]
+    # One-hot outer products rather than scatters: much faster under vmap.
+    rows = jnp.arange(self.rows)
+    cols = jnp.arange(self.columns)
+    ball = ((rows == g.ball_row)[:, None] & (cols == g.ball_col)[None, :] & g.started)
+    paddle = (rows == self.rows - 1)[:, None] & (cols == g.paddle_col)[None, :]
+    return (ball | paddle).astype(jnp.float32)[..., None]
 
   def render(self, g: CatchState) -> str:
     lines = []

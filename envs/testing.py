@@ -27,6 +27,21 @@ def random_action(state: State, key: jax.Array) -> jax.Array:
   return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
 
 
+def batched_random_action(key: jax.Array, state: State) -> jax.Array:
+  """int32 `[B]`: like `random_action` for a batched `state` `[B]`, drawing
+  one uniform array for the whole batch (no per-game key splitting), so it
+  is cheap enough for throughput benchmarks."""
+  k1, k2 = jax.random.split(key)
+  batch = state.current_player.shape[0]
+  noise = jax.random.uniform(k1, state.legal_action_mask.shape)
+  act = jnp.argmax(jnp.where(state.legal_action_mask, noise, -1.0), axis=-1)
+  u = jax.random.uniform(k2, (batch, 1))
+  cdf = jnp.cumsum(state.chance_probs, axis=-1)
+  out = jnp.sum(cdf < u * cdf[:, -1:], axis=-1)
+  out = jnp.minimum(out, state.chance_probs.shape[-1] - 1)
+  return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
+
+
 def random_playout(env: Env, key: jax.Array, batch: int,
                    num_steps: int) -> Dict[str, np.ndarray]:
   """Plays `batch` random games for `num_steps` explicit transitions (chance
