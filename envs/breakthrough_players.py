@@ -1,0 +1,181 @@
+"""Opponents for `breakthrough` as jittable, batched policies.
+
+A policy maps a batch of `envs.State` (leading axis `B`, at decision nodes)
+and one PRNG key to int32 actions `[B]`:
+
+    policy = make_player(env, "mcts", num_simulations=64)
+    actions = jax.jit(policy)(states, key)
+
+* `random`: a uniformly random legal action.
+* `mcts`: UCT on the true game, built on `mctx.search`. The real `Env` is the
+  model: `recurrent_fn` steps it, and a leaf is valued by one uniformly random
+  rollout to the end of the game. Rewards are those of the player who moved
+  and values those of the player to move, so the discount is -1 (0 once the
+  game is over). Interior nodes choose by UCB1
+  `Q + uct_c * sqrt(log N / n)`, trying every unvisited legal child first
+  (random order); the root plays its most visited action, as OpenSpiel's
+  `MCTSBot` does.
+
+Nothing here is specific to Breakthrough beyond needing a two-player,
+zero-sum, deterministic env (chance nodes are not modelled).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from envs.core import Env, State
+
+Policy = Callable[[State, jax.Array], jax.Array]
+
+_BLOCK = 32
+
+
+def uniform_legal_action(mask: jax.Array, key: jax.Array) -> jax.Array:
+  """int32 `[...]`: a uniformly random True index of `mask` `[..., A]`
+  (0 where no entry is True).
+
+  One uniform draw per row, then the k-th legal action found by counting in
+  blocks of 32: much cheaper on CPU than a categorical or a cumsum over A.
+  """
+  a = mask.shape[-1]
+  nb = -(-a // _BLOCK)
+  pad = [(0, 0)] * (mask.ndim - 1) + [(0, nb * _BLOCK - a)]
+  m = jnp.pad(mask.astype(jnp.int32), pad).reshape(mask.shape[:-1] + (nb, _BLOCK))
+  counts = m.sum(-1)
+  total = counts.sum(-1)
+  k = jnp.floor(jax.random.uniform(key, total.shape) * total).astype(jnp.int32)
+  k = jnp.minimum(k, jnp.maximum(total - 1, 0))
+  ends = jnp.cumsum(counts, -1)
+  block = jnp.argmax(ends > k[..., None], -1)
+  before = jnp.take_along_axis(ends - counts, block[..., None], -1)[..., 0]
+  row = jnp.take_along_axis(m, block[..., None, None], -2)[..., 0, :]
+  inner = jnp.argmax(jnp.cumsum(row, -1) > (k - before)[..., None], -1)
+  return jnp.where(total > 0, block * _BLOCK + inner, 0).astype(jnp.int32)
+
+
+def random_policy(env: Env) -> Policy:
+  """`policy(states [B], key) -> actions [B]`: uniformly random legal moves."""
+  del env
+
+  def policy(state: State, key: jax.Array) -> jax.Array:
+    return uniform_legal_action(state.legal_action_mask, key)
+
+  return policy
+
+
+def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
+  """float32 `[B]`: the return of one uniformly random playout from each
+  state of the batch `[B]`, for the player to move there (0 if done).
+
+  Plays on the game core (no observations), until every game is over (at
+  most `max_game_length` moves).
+  """
+  game = env.game
+  mover = jnp.maximum(state.current_player, 0)
+  batch = mover.shape[0]
+
+  def cond(carry):
+    g, _, _, n = carry
+    live = jax.vmap(game.current_player)(g) >= 0
+    return jnp.any(live) & (n < env.max_game_length)
+
+  def body(carry):
+    g, total, k, n = carry
+    k, sub = jax.random.split(k)
+    live = jax.vmap(game.current_player)(g) >= 0
+    mask = jax.vmap(game.legal_action_mask)(g)
+    a = uniform_legal_action(mask, sub)
+    g2, r = jax.vmap(game.apply_action)(g, a)
+    g = jax.tree.map(
+        lambda new, old: jnp.where(live.reshape((-1,) + (1,) * (new.ndim - 1)),
+                                   new, old), g2, g)
+    return g, total + jnp.where(live[:, None], r, 0.0), k, n + 1
+
+  zeros = jnp.zeros((batch, env.num_players), jnp.float32)
+  _, total, _, _ = jax.lax.while_loop(cond, body,
+                                      (state.game, zeros, key, jnp.int32(0)))
+  value = jnp.take_along_axis(total, mover[:, None], -1)[:, 0]
+  return jnp.where(state.done, 0.0, value)
+
+
+def _legal_logits(mask: jax.Array) -> jax.Array:
+  # Uniform prior over legal actions; the prior only marks legality for UCT.
+  return jnp.where(mask, 0.0, -1e9)
+
+
+def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth,
+                         *, uct_c: float) -> jax.Array:
+  """mctx interior/root selection by UCB1 on one unbatched tree: unvisited
+  legal children first (random order), else argmax of
+  `Q + uct_c * sqrt(log N / n)` over legal children."""
+  del depth
+  visits = tree.children_visits[node_index]
+  legal = tree.children_prior_logits[node_index] > -1e8
+  q = tree.qvalues(node_index)
+  parent = jnp.maximum(tree.node_visits[node_index], 1).astype(jnp.float32)
+  ucb = q + uct_c * jnp.sqrt(jnp.log(parent) / jnp.maximum(visits, 1))
+  noise = jax.random.uniform(rng_key, visits.shape)
+  # |Q| <= 1 and N is small, so 1e6 ranks every unvisited child first.
+  score = jnp.where(visits == 0, 1e6 + noise, ucb + 1e-6 * noise)
+  return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+
+
+def mcts_policy(env: Env, num_simulations: int = 64,
+                uct_c: float = 2.0) -> Policy:
+  """`policy(states [B], key) -> actions [B]`: UCT with random rollouts on the
+  true game, `num_simulations` simulations per move, exploration `uct_c`."""
+  if num_simulations < 1:
+    raise ValueError(f"mcts: num_simulations must be >= 1, got {num_simulations}")
+  if env.num_players != 2 or env.payoff != "zero_sum":
+    raise ValueError(f"mcts: needs a two-player zero-sum env, got {env.id} "
+                     f"({env.num_players} players, payoff {env.payoff})")
+
+  def recurrent_fn(params, key, action, state: State):
+    del params
+    mover = state.current_player
+    nxt = jax.vmap(env.step)(state, action)
+    reward = jnp.take_along_axis(nxt.rewards, jnp.maximum(mover, 0)[:, None],
+                                 -1)[:, 0]
+    # A finished game (absorbing) gives nothing more.
+    reward = jnp.where(state.done, 0.0, reward)
+    value = rollout_value(env, nxt, key)
+    discount = jnp.where(nxt.done, 0.0, -1.0)
+    out = mctx.RecurrentFnOutput(
+        reward=reward, discount=discount,
+        prior_logits=_legal_logits(nxt.legal_action_mask), value=value)
+    return out, nxt
+
+  def select(rng_key, tree, node_index, depth=0):
+    return uct_action_selection(rng_key, tree, node_index, depth, uct_c=uct_c)
+
+  def policy(state: State, key: jax.Array) -> jax.Array:
+    k_root, k_search = jax.random.split(key)
+    root = mctx.RootFnOutput(
+        prior_logits=_legal_logits(state.legal_action_mask),
+        value=rollout_value(env, state, k_root), embedding=state)
+    tree = mctx.search(
+        params=None, rng_key=k_search, root=root, recurrent_fn=recurrent_fn,
+        root_action_selection_fn=select, interior_action_selection_fn=select,
+        num_simulations=num_simulations,
+        invalid_actions=~state.legal_action_mask)
+    visits = tree.children_visits[:, 0]
+    visits = jnp.where(state.legal_action_mask, visits, -1)
+    return jnp.argmax(visits, -1).astype(jnp.int32)
+
+  return policy
+
+
+PLAYERS = {"random": random_policy, "mcts": mcts_policy}
+
+
+def make_player(env: Env, name: str, **kwargs) -> Policy:
+  """The policy `name` (one of `PLAYERS`) for `env`; `kwargs` go to its
+  constructor (for `mcts`: `num_simulations`, `uct_c`)."""
+  if name not in PLAYERS:
+    raise ValueError(f"unknown player {name!r}; valid players: {sorted(PLAYERS)}")
+  return PLAYERS[name](env, **kwargs)

@@ -1,0 +1,259 @@
+"""Rules of `breakthrough` on hand-built positions, and its opponents.
+
+Boards are written as in `render`: the top line is row 0 (black's home row,
+rank `rows`), "b" black (player 0, moves down), "w" white (player 1, moves up).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs import CHANCE, TERMINAL
+from envs.breakthrough import BLACK, EMPTY, WHITE, action_tables
+from envs.testing import random_playout
+from envs.breakthrough_players import (make_player, rollout_value,
+                                       uniform_legal_action)
+
+
+def _env(rows=5, columns=5):
+  return envs.make("breakthrough", rows=rows, columns=columns)
+
+
+def _state(env, picture, player):
+  """An Env state from a picture (list of strings of '.', 'b', 'w')."""
+  cells = {".": EMPTY, "b": BLACK, "w": WHITE}
+  board = [[cells[ch] for ch in line] for line in picture]
+  g = env.game.from_board(board, player)
+  return env._make_state(g, rewards=jnp.zeros((2,), jnp.float32),  # pylint: disable=protected-access
+                         step_count=jnp.int32(0), illegal=jnp.bool_(False))
+
+
+def _legal_names(env, s):
+  mask = np.asarray(s.legal_action_mask)
+  return sorted(env.game.action_to_string(s.game, int(a))
+                for a in np.flatnonzero(mask))
+
+
+def _act(env, s, name):
+  for a in range(env.num_actions):
+    if env.game.action_to_string(s.game, a) == name:
+      return env.checked_step(s, a)
+  raise AssertionError(f"no action named {name}")
+
+
+def test_defaults_and_sizes():
+  env = envs.make("breakthrough")
+  assert env.params == {"rows": 5, "columns": 5}
+  assert env.num_players == 2 and env.payoff == "zero_sum"
+  assert env.num_chance_outcomes == 1
+  assert env.observation_shape == (5, 5, 4)
+  for (r, c), n in {(5, 5): 300, (6, 6): 432, (8, 8): 768}.items():
+    assert _env(r, c).num_actions == n
+
+
+@pytest.mark.parametrize("rows,columns,home", [(5, 5, 1), (6, 6, 2), (8, 8, 2)])
+def test_initial_position(rows, columns, home):
+  env = _env(rows, columns)
+  s = env.init(jax.random.key(0))
+  board = np.asarray(s.game.board).reshape(rows, columns)
+  assert (board[:home] == BLACK).all() and (board[rows - home:] == WHITE).all()
+  assert (board[home:rows - home] == EMPTY).all()
+  assert int(s.current_player) == 0
+  # Black's front row moves: 3 a piece, 2 at the edges.
+  assert int(s.legal_action_mask.sum()) == 3 * columns - 2
+
+
+def test_chance_never_acts():
+  env = _env(6, 6)
+  t = random_playout(env, jax.random.key(0), 8, env.max_game_length)
+  assert not (t["current_player"] == CHANCE).any()
+  assert not t["chance_probs"].any()
+  assert (t["current_player"][-1] == TERMINAL).all()
+  assert t["terminated"][-1].all() and not t["truncated"].any()
+
+
+def test_forward_and_diagonal_moves_onto_empty():
+  env = _env()
+  s = _state(env, ["....b",
+                   "..b..",
+                   ".....",
+                   ".....",
+                   "w...."], 0)
+  # Black: c4 goes to b3, c3 or d3; e5 (right edge) to d4 or e4.
+  assert _legal_names(env, s) == ["c4b3", "c4c3", "c4d3", "e5d4", "e5e4"]
+  s2 = _act(env, s, "c4c3")
+  board = np.asarray(s2.game.board).reshape(5, 5)
+  assert board[1, 2] == EMPTY and board[2, 2] == BLACK
+  assert int(s2.current_player) == 1 and not bool(s2.done)
+  np.testing.assert_array_equal(s2.rewards, [0.0, 0.0])
+  # White moves up: a1 goes to a2 or b2.
+  assert _legal_names(env, s2) == ["a1a2", "a1b2"]
+
+
+def test_no_straight_capture_and_no_move_onto_own_piece():
+  env = _env()
+  s = _state(env, [".....",
+                   "..bb.",
+                   "..w..",
+                   ".....",
+                   "....."], 0)
+  names = _legal_names(env, s)
+  assert "c4c3" not in names and "c4c3*" not in names  # blocked straight
+  assert "d4c3*" in names  # but a diagonal capture of the same piece is legal
+  assert "c4d3" in names and "c4b3" in names
+  s = _state(env, [".....",
+                   ".....",
+                   "..w..",
+                   ".ww..",
+                   "....b"], 1)
+  names = _legal_names(env, s)
+  assert not any(n.startswith("b2") and n.endswith("c3") for n in names)
+  assert "c2c3" not in names  # own piece in the way
+  assert not any("*" in n for n in names)  # black's piece is not reachable
+
+
+def test_diagonal_capture():
+  env = _env()
+  s = _state(env, ["b....",
+                   "..b..",
+                   "...w.",
+                   ".....",
+                   "w...."], 0)
+  assert "c4d3*" in _legal_names(env, s)
+  assert "c4d3" not in _legal_names(env, s)  # the capture bit is required
+  s2 = _act(env, s, "c4d3*")
+  board = np.asarray(s2.game.board).reshape(5, 5)
+  assert board[2, 3] == BLACK and board[1, 2] == EMPTY
+  assert (board == WHITE).sum() == 1
+  assert not bool(s2.done)
+  np.testing.assert_array_equal(s2.rewards, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("player,picture,move", [
+    (0, [".....", ".....", ".....", "..b..", "w...."], "c2c1"),
+    (0, [".....", ".....", ".....", "..b..", "w..w."], "c2d1*"),
+    (1, ["....b", ".w...", ".....", ".....", "....."], "b4a5"),
+])
+def test_win_on_far_row(player, picture, move):
+  env = _env()
+  s = _act(env, _state(env, picture, player), move)
+  assert bool(s.terminated) and int(s.current_player) == TERMINAL
+  expected = [1.0, -1.0] if player == 0 else [-1.0, 1.0]
+  np.testing.assert_array_equal(s.rewards, expected)
+  assert "won" in env.render(s)
+  # Absorbing afterwards.
+  s3 = env.step(s, 0)
+  np.testing.assert_array_equal(s3.rewards, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("player,picture,move", [
+    (0, ["b....", ".b...", "..w..", ".....", "....."], "b4c3*"),
+    (1, [".....", "..b..", ".w...", ".....", "w...."], "b3c4*"),
+])
+def test_win_by_capturing_all(player, picture, move):
+  env = _env()
+  s = _act(env, _state(env, picture, player), move)
+  assert bool(s.terminated)
+  expected = [1.0, -1.0] if player == 0 else [-1.0, 1.0]
+  np.testing.assert_array_equal(s.rewards, expected)
+
+
+def test_mask_matches_action_table_reference():
+  """The shifted-board mask equals a direct per-action reading of the rules
+  on random boards, for both movers and a non-square board."""
+  for rows, columns in [(5, 5), (6, 4), (8, 8)]:
+    env = _env(rows, columns)
+    t = action_tables(rows, columns)
+    rng = np.random.default_rng(rows * columns)
+    boards = rng.integers(0, 3, size=(64, rows * columns)).astype(np.int8)
+    for player in (0, 1):
+      gs = jax.vmap(lambda b: env.game.from_board(  # pylint: disable=cell-var-from-loop
+          np.zeros((rows, columns)), player).replace(board=b))(jnp.asarray(boards))
+      masks = np.asarray(jax.vmap(env.game.legal_action_mask)(gs))
+      for board, mask in zip(boards, masks):
+        target = board[t["dst"]]
+        onto = np.where(t["capture"], (target == 2 - player) & ~t["straight"],
+                        target == EMPTY)
+        ref = (t["on_board"] & (t["owner"] == player)
+               & (board[t["src"]] == player + 1) & onto)
+        np.testing.assert_array_equal(mask, ref)
+
+
+def test_observation_point_of_view():
+  env = _env()
+  s = _state(env, ["b....", ".....", ".....", ".....", "...ww"], 1)
+  obs = np.asarray(s.observation)
+  assert obs.dtype == np.float32 and obs.shape == (5, 5, 4)
+  assert obs[4, 3, 0] == obs[4, 4, 0] == 1 and obs[..., 0].sum() == 2  # white's
+  assert obs[0, 0, 1] == 1 and obs[..., 1].sum() == 1
+  assert obs[..., 2].sum() == 22 and not obs[..., 3].any()
+  black_view = np.asarray(env.observe(s, 0))
+  np.testing.assert_array_equal(black_view[..., 0], obs[..., 1])
+  assert black_view[..., 3].all()
+
+
+def test_render_draws_the_board():
+  env = _env()
+  text = env.render(env.init(jax.random.key(0)))
+  lines = text.splitlines()
+  assert lines[0] == " 5 bbbbb" and lines[4] == " 1 wwwww"
+  assert lines[5].strip() == "abcde" and "black (player 0) to move" in text
+
+
+def test_bad_params():
+  with pytest.raises(ValueError, match="rows must be in 2..16"):
+    envs.make("breakthrough", rows=1)
+  with pytest.raises(ValueError, match="columns must be in 2..16"):
+    envs.make("breakthrough", columns=40)
+  with pytest.raises(ValueError, match="valid players"):
+    make_player(_env(), "alphabeta")
+  with pytest.raises(ValueError, match="num_simulations"):
+    make_player(_env(), "mcts", num_simulations=0)
+
+
+def test_uniform_legal_action():
+  mask = np.zeros((4, 300), bool)
+  mask[0, [3, 40, 299]] = True
+  mask[1, 31:33] = True  # across a block boundary
+  mask[2, 5] = True
+  keys = jax.random.split(jax.random.key(0), 3000)
+  draws = np.asarray(jax.jit(jax.vmap(uniform_legal_action, (None, 0)))(
+      jnp.asarray(mask), keys))
+  assert set(draws[:, 0]) == {3, 40, 299}
+  assert set(draws[:, 1]) == {31, 32} and set(draws[:, 2]) == {5}
+  assert set(draws[:, 3]) == {0}  # no legal action
+  counts = np.bincount(draws[:, 0], minlength=300)[[3, 40, 299]]
+  assert counts.min() > 850  # 1000 expected each; 850 is > 5 sigma away
+
+
+def test_rollout_value_at_decided_positions():
+  env = _env()
+  # Black to move: every move of b2 reaches row 1, so every playout wins.
+  black = _state(env, [".....", ".....", ".....", ".b...", "....w"], 0)
+  # White to move: whatever it plays, black's b2 then reaches row 1.
+  white = _state(env, [".....", ".....", ".....", ".b...", "....w"], 1)
+  s = jax.tree.map(lambda *x: jnp.stack(x), black, white)
+  v = rollout_value(env, s, jax.random.key(0))
+  np.testing.assert_array_equal(v, [1.0, -1.0])
+
+
+def test_players_are_legal_and_mcts_takes_the_only_win():
+  env = _env()
+  # One move wins at once (a2b1* for black, e4d5* for white); every other
+  # move lets the opponent reach the far row next.
+  black = _state(env, ["b....", "...w.", "....b", "b....", "ww..."], 0)
+  white = _state(env, ["...bb", "....w", ".....", ".b...", "....w"], 1)
+  wins = ["a2b1*", "e4d5*"]
+  s = jax.tree.map(lambda *x: jnp.stack(x), black, white)
+  legal = np.asarray(s.legal_action_mask)
+  assert legal.sum(-1).min() >= 3  # a real choice
+  for name, kw in [("random", {}), ("mcts", {"num_simulations": 32})]:
+    policy = jax.jit(make_player(env, name, **kw))
+    for seed in range(3):
+      a = np.asarray(policy(s, jax.random.key(seed)))
+      assert a.shape == (2,) and legal[np.arange(2), a].all()
+      if name == "mcts":
+        names = [env.game.action_to_string(None, int(x)) for x in a]
+        assert names == wins, (seed, names)
