@@ -1,0 +1,713 @@
+"""Tests of the NDMZ search (anakin_mz/search.py).
+
+The models are lookup tables passed as `params` (so one compiled search serves
+many models): a node's embedding is its table row, `next[row, unified_action]`
+is the row reached, and the row holds the reward into it, its value, policy,
+chance and identity logits. Exact expectations come from hand derivations
+(written out below) and from `_reference_search`, an independent plain-Python
+implementation of the same selection rules on the same tables.
+"""
+
+import dataclasses
+import functools
+import math
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from anakin_mz import search
+from anakin_mz.search import SearchConfig, ndmz_search
+from anakin_mz.types import ModelOutput
+
+NEG = -1e4  # an identity logit that is never drawn
+
+
+# ----------------------------------------------------------------------------
+# Table models.
+
+def _table_recurrent(params, rng_key, action, embedding):
+  del rng_key
+  row = params["next"][embedding, action]
+  return ModelOutput(
+      reward=params["reward"][row], value=params["value"][row],
+      policy_logits=params["policy"][row],
+      chance_logits=params["chance"][row],
+      identity_logits=params["identity"][row], embedding=row)
+
+
+def _table_root(params, root_rows):
+  b = root_rows.shape[0]
+  return ModelOutput(
+      reward=jnp.zeros(b), value=params["value"][root_rows],
+      policy_logits=params["policy"][root_rows],
+      chance_logits=params["chance"][root_rows],
+      identity_logits=params["identity"][root_rows],
+      embedding=root_rows.astype(jnp.int32))
+
+
+def _tables(num_rows, num_actions, num_outcomes, num_players):
+  """Empty tables (every row leads to row 0, a terminal sink)."""
+  u = num_actions + num_outcomes
+  identity = np.full((num_rows, num_players + 2), NEG, np.float32)
+  identity[:, num_players + 1] = 0.0
+  return dict(
+      next=np.zeros((num_rows, u), np.int32),
+      reward=np.zeros(num_rows, np.float32),
+      value=np.zeros(num_rows, np.float32),
+      policy=np.zeros((num_rows, num_actions), np.float32),
+      chance=np.zeros((num_rows, num_outcomes), np.float32),
+      identity=identity)
+
+
+def _set_identity(t, row, cls):
+  t["identity"][row] = NEG
+  t["identity"][row, cls] = 0.0
+
+
+def _random_tables(rng, num_rows, num_actions, num_outcomes, num_players,
+                   p_chance=0.25, p_terminal=0.15):
+  """Random tables whose rows are choice (random player), chance or terminal."""
+  t = _tables(num_rows, num_actions, num_outcomes, num_players)
+  t["next"] = rng.integers(1, num_rows, t["next"].shape).astype(np.int32)
+  t["reward"] = rng.normal(size=num_rows).astype(np.float32)
+  t["value"] = rng.normal(size=num_rows).astype(np.float32)
+  t["policy"] = rng.normal(size=t["policy"].shape).astype(np.float32)
+  t["chance"] = rng.normal(size=t["chance"].shape).astype(np.float32)
+  for row in range(num_rows):
+    u = rng.random()
+    if u < p_terminal:
+      cls = num_players + 1
+    elif u < p_terminal + p_chance:
+      cls = num_players
+    else:
+      cls = int(rng.integers(num_players))
+    _set_identity(t, row, cls)
+  return t
+
+
+# Tests only compare numbers: a cheaper XLA optimisation level keeps the
+# compile time of the many small searches down.
+_jit = functools.partial(
+    jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+
+
+def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players,
+              payoff, config):
+  return ndmz_search(params, key, _table_root(params, root_rows),
+                     _table_recurrent, legal, num_players=num_players,
+                     payoff=payoff, config=config, temperature=temperature)
+
+
+_run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
+
+
+def _jnp(t):
+  return jax.tree.map(jnp.asarray, t)
+
+
+# ----------------------------------------------------------------------------
+# Independent reference: the same rules, written as plain Python on a dict tree.
+
+class _Ref:
+  """One node of the reference tree."""
+
+  def __init__(self, row, kind, player, value, prior, num_slots):
+    self.row, self.kind, self.player = row, kind, player
+    self.value = float(value)
+    self.prior = prior  # probabilities over the slots
+    self.visits = 1
+    self.children = {}
+    self.child_visits = np.zeros(num_slots, np.int64)
+    self.child_reward = np.zeros(num_slots)
+    self.child_value = np.zeros(num_slots)
+
+
+def _softmax(x):
+  x = np.asarray(x, np.float64)
+  e = np.exp(x - x.max())
+  return e / e.sum()
+
+
+def _reference_search(t, root_row, legal, *, num_players, payoff,
+                      num_simulations, pb_c_init=1.25, pb_c_base=19652.0,
+                      terminal_nodes=True):
+  """Plain-Python NDMZ search (identity argmax, chance prior_minus_visits,
+  no root noise). Returns (root node, smallest argmax margin seen)."""
+  num_actions, num_outcomes = t["policy"].shape[1], t["chance"].shape[1]
+  slots = max(num_actions, num_outcomes)
+  margins = []
+
+  def pad(p):
+    return np.concatenate([p, np.zeros(slots - p.shape[0])])
+
+  def argmax(score, valid):
+    score = np.where(valid, score, -np.inf)
+    order = np.argsort(-score, kind="stable")
+    if valid.sum() > 1:
+      margins.append(score[order[0]] - score[order[1]])
+    return int(np.argmax(score))
+
+  def make_child(parent, slot):
+    if parent.kind == "terminal":
+      return 0.0, _Ref(parent.row, "terminal", 0, 0.0, None, slots)
+    unified = slot if parent.kind == "choice" else num_actions + slot
+    row = int(t["next"][parent.row, unified])
+    logits = t["identity"][row].astype(np.float64)
+    if not terminal_nodes:
+      logits[num_players + 1] = -np.inf
+    cls = int(np.argmax(logits))
+    if cls < num_players:
+      kind, player, prior = "choice", cls, pad(_softmax(t["policy"][row]))
+    elif cls == num_players:
+      kind, player, prior = "chance", 0, pad(_softmax(t["chance"][row]))
+    else:
+      kind, player, prior = "terminal", 0, None
+    value = 0.0 if kind == "terminal" else float(t["value"][row])
+    return float(t["reward"][row]), _Ref(row, kind, player, value, prior,
+                                         slots)
+
+  def select(node, is_root):
+    n = node.child_visits
+    if node.kind == "terminal":
+      return int(np.argmin(n))
+    if node.kind == "chance":
+      valid = np.arange(slots) < num_outcomes
+      return argmax(node.prior - n / (1 + n.sum()), valid)
+    sign = -1.0 if payoff == "zero_sum" and node.player != 0 else 1.0
+    q = sign * (node.child_reward + node.child_value)
+    v = sign * node.value
+    safe = np.where(n > 0, q, v)
+    lo, hi = min(v, safe.min()), max(v, safe.max())
+    value_score = (np.where(n > 0, q, lo) - lo) / max(hi - lo, 1e-8)
+    pb_c = pb_c_init + math.log((node.visits + pb_c_base + 1) / pb_c_base)
+    policy_score = math.sqrt(node.visits) * pb_c * node.prior / (n + 1)
+    valid = (np.pad(legal, (0, slots - num_actions)) if is_root
+             else np.arange(slots) < num_actions)
+    return argmax(value_score + policy_score, valid)
+
+  root_prior = _softmax(np.where(legal, t["policy"][root_row], -np.inf))
+  root = _Ref(root_row, "choice", 0, t["value"][root_row], pad(root_prior),
+              slots)
+  for _ in range(num_simulations):
+    path, node = [], root
+    while True:
+      slot = select(node, node is root)
+      path.append((node, slot))
+      if slot not in node.children:
+        break
+      node = node.children[slot]
+    parent, slot = path[-1]
+    reward, leaf = make_child(parent, slot)
+    parent.children[slot] = leaf
+    parent.child_reward[slot] = reward
+    value = leaf.value
+    child = leaf
+    for node, slot in reversed(path):
+      value = node.child_reward[slot] + value
+      node.value = (node.value * node.visits + value) / (node.visits + 1)
+      node.visits += 1
+      node.child_value[slot] = child.value
+      node.child_visits[slot] += 1
+      child = node
+  return root, (min(margins) if margins else np.inf)
+
+
+def _assert_matches_reference(out, t, root_rows, legal, *, num_players,
+                              payoff, num_simulations, terminal_nodes=True):
+  """Root visits, root value and the whole tree's visit sum match."""
+  for b, row in enumerate(root_rows):
+    ref, margin = _reference_search(
+        t, int(row), legal[b], num_players=num_players, payoff=payoff,
+        num_simulations=num_simulations, terminal_nodes=terminal_nodes)
+    assert margin > 1e-5, "near tie: the comparison would be meaningless"
+    num_actions = t["policy"].shape[1]
+    np.testing.assert_array_equal(
+        out.search_tree.children_visits[b, 0, :num_actions],
+        ref.child_visits[:num_actions])
+    np.testing.assert_allclose(out.root_value[b], ref.value, rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(
+        out.search_tree.children_values[b, 0, :num_actions],
+        ref.child_value[:num_actions], rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------
+# Hand-built trees.
+
+def _duel_tables(num_players, num_actions=2, num_outcomes=1):
+  """Root R (row 1, player 0): actions a0 -> X (row 2), a1 -> Y (row 3).
+  X and Y belong to relative player `num_players - 1` (the opponent, or the
+  root mover again when alone). X: a0 -> terminal, reward +1 (root POV);
+  a1 -> terminal, reward -1. Y: both actions -> terminal, reward 0.
+  Priors [0.6, 0.4] at R and X, [0.57, 0.43] at Y; V(R)=0, V(X)=0.5, V(Y)=0.
+  Further actions (num_actions > 2) have prior ~0."""
+  t = _tables(8, num_actions, num_outcomes, num_players)
+  t["policy"][:] = NEG
+  t["policy"][1:3, :2] = np.log([0.6, 0.4])
+  t["policy"][3, :2] = np.log([0.57, 0.43])
+  t["next"][1, :2] = [2, 3]
+  t["next"][2, :2] = [4, 5]
+  t["next"][3, :2] = [6, 7]
+  _set_identity(t, 2, num_players - 1)
+  _set_identity(t, 3, num_players - 1)
+  t["value"][2] = 0.5
+  t["reward"][4], t["reward"][5] = 1.0, -1.0
+  return t
+
+
+# The reference comparisons share one compiled search per payoff: A=3, C=4,
+# a batch of 3 and 30 simulations.
+_REF_CONFIG = SearchConfig(num_simulations=30, dirichlet_fraction=0.0,
+                           identity_mode="argmax",
+                           chance_mode="prior_minus_visits")
+_REF_CASES = [("zero_sum", 2), ("collaborative", 3),
+              pytest.param("single", 1, marks=pytest.mark.slow)]
+
+
+# Three simulations, no noise (c = pb_c ~ 1.2501, 1.2502 at N = 2, 3):
+#  1. R: scores c*[0.6, 0.4] -> a0; X expanded, backs up 0.5;
+#     V(R) = (0 + 0.5) / 2 = 0.25.
+#  2. R: Q(a0) = 0.5 normalises to 1 (min 0.25, max 0.5): a0. X: no visits,
+#     prior decides -> a0: terminal reward +1 backs up;
+#     V(X) = (0.5 + 1) / 2 = 0.75, V(R) = (0.25 * 2 + 1) / 3 = 0.5.
+#  3. R: Q(a0) = 0.75 > V(R): a0 again. X (N=2):
+#     zero-sum: the mover sees Q(a0) = -1 < -V(X) = -0.75, normalised 0;
+#       policy sqrt(2)*c*[0.6/2, 0.4/1] -> a1: reward -1 backs up;
+#       V(X) = (1.5 - 1) / 3 = 1/6, V(R) = (1.5 - 1) / 4 = 0.125.
+#     collaborative / single: Q(a0) = 1 normalises to 1 -> a0 again, the
+#       terminal child is passed (reward 0 below it): +1 backs up;
+#       V(X) = (1.5 + 1) / 3 = 5/6, V(R) = (1.5 + 1) / 4 = 0.625.
+@pytest.mark.parametrize("payoff,num_players,root_value,x_visits", [
+    ("zero_sum", 2, 0.125, [1, 1]),
+    ("collaborative", 2, 0.625, [2, 0]),
+    ("single", 1, 0.625, [2, 0]),
+])
+def test_hand_built_duel(payoff, num_players, root_value, x_visits):
+  t = _duel_tables(num_players)
+  config = SearchConfig(num_simulations=3, dirichlet_fraction=0.0,
+                        identity_mode="argmax")
+  legal = np.ones((2, 2), bool)
+  out = _run(_jnp(t), jax.random.PRNGKey(3), jnp.array([1, 1]),
+             jnp.asarray(legal), num_players=num_players, payoff=payoff,
+             config=config)
+  tree = out.search_tree
+  np.testing.assert_array_equal(tree.children_visits[:, 0, :2], [[3, 0]] * 2)
+  np.testing.assert_allclose(out.root_value, [root_value] * 2, rtol=1e-6)
+  x = tree.children_index[0, 0, 0]
+  np.testing.assert_array_equal(tree.children_visits[0, x], x_visits)
+  np.testing.assert_array_equal(tree.embeddings.kind[0, x], 0)  # choice
+  np.testing.assert_array_equal(tree.embeddings.player[0, x],
+                                num_players - 1)
+  np.testing.assert_allclose(out.action_weights, [[1.0, 0.0]] * 2)
+
+
+@pytest.mark.parametrize("payoff,num_players", _REF_CASES)
+def test_hand_built_duel_longer_matches_reference(payoff, num_players):
+  t = _duel_tables(num_players, 3, 4)
+  legal = np.array([[True, True, False]] * 3)
+  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1, 1]),
+             jnp.asarray(legal), num_players=num_players, payoff=payoff,
+             config=_REF_CONFIG)
+  _assert_matches_reference(out, t, [1, 1, 1], legal,
+                            num_players=num_players, payoff=payoff,
+                            num_simulations=30)
+  visits = np.asarray(out.search_tree.children_visits[0, 0, :2])
+  if payoff == "zero_sum":
+    # The opponent refutes a0 (-1), so a1 (worth 0) gets most visits.
+    assert visits[1] > visits[0]
+  else:
+    assert visits[0] > visits[1]
+
+
+@pytest.mark.parametrize("payoff,num_players", _REF_CASES)
+def test_random_tables_match_reference(payoff, num_players):
+  """Random models mixing choice nodes of every player, chance nodes and
+  terminal nodes, several seeds, against the plain-Python reference."""
+  num_actions, num_outcomes, batch = 3, 4, 3
+  for seed in range(3):
+    rng = np.random.default_rng(100 * seed + num_players)
+    t = _random_tables(rng, 40, num_actions, num_outcomes, num_players)
+    _set_identity(t, 0, num_players + 1)
+    roots = rng.integers(1, 40, batch)
+    legal = rng.random((batch, num_actions)) < 0.7
+    legal[:, 0] = True
+    out = _run(_jnp(t), jax.random.PRNGKey(seed), jnp.asarray(roots),
+               jnp.asarray(legal), num_players=num_players, payoff=payoff,
+               config=_REF_CONFIG)
+    _assert_matches_reference(out, t, roots, legal, num_players=num_players,
+                              payoff=payoff, num_simulations=30)
+
+
+# ----------------------------------------------------------------------------
+# Equivalence with mctx.muzero_policy.
+
+def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz,
+                           num_players):
+  """Mover-POV tables r, v (reward of the transition in the POV of the player
+  who moved; value in the POV of the player to move). Embedding (row, player).
+  As an NDMZ model it converts both to root POV (sign +1 for relative player
+  0, -1 for player 1) and names the next player with the identity head."""
+  del rng_key
+  row, player = embedding
+  nxt = params["next"][row, action]
+  new_player = (player + 1) % num_players
+  reward, value = params["reward"][nxt], params["value"][nxt]
+  if not ndmz:
+    out = mctx.RecurrentFnOutput(
+        reward=reward, discount=jnp.full_like(reward, -1.0 if num_players == 2
+                                              else 1.0),
+        prior_logits=params["policy"][nxt], value=value)
+    return out, (nxt, new_player)
+  sign = lambda p: 1.0 - 2.0 * (p == 1)  # root POV from mover POV
+  identity = jnp.where(
+      jax.nn.one_hot(new_player, num_players + 2) > 0, 0.0, NEG)
+  return ModelOutput(
+      reward=sign(player) * reward, value=sign(new_player) * value,
+      policy_logits=params["policy"][nxt],
+      chance_logits=jnp.zeros((row.shape[0], 2)), identity_logits=identity,
+      embedding=(nxt, new_player))
+
+
+@functools.partial(_jit, static_argnames=("num_players", "config"))
+def _run_pair(params, key, root_rows, legal, *, num_players, config):
+  b = root_rows.shape[0]
+  embedding = (root_rows, jnp.zeros(b, jnp.int32))
+  root = ModelOutput(
+      reward=jnp.zeros(b), value=params["value"][root_rows],
+      policy_logits=params["policy"][root_rows],
+      chance_logits=jnp.zeros((b, 2)),
+      identity_logits=jnp.zeros((b, num_players + 2)), embedding=embedding)
+  ndmz = ndmz_search(
+      params, key, root,
+      functools.partial(_alternating_recurrent, ndmz=True,
+                        num_players=num_players), legal,
+      num_players=num_players,
+      payoff="zero_sum" if num_players == 2 else "single", config=config)
+  muzero = mctx.muzero_policy(
+      params, key,
+      mctx.RootFnOutput(prior_logits=root.policy_logits, value=root.value,
+                        embedding=embedding),
+      functools.partial(_alternating_recurrent, ndmz=False,
+                        num_players=num_players),
+      num_simulations=config.num_simulations,
+      invalid_actions=(~legal).astype(jnp.float32),
+      dirichlet_fraction=config.dirichlet_fraction,
+      dirichlet_alpha=config.dirichlet_alpha, pb_c_init=config.pb_c_init,
+      pb_c_base=config.pb_c_base)
+  return ndmz, muzero
+
+
+@pytest.mark.parametrize("num_players", [2, 1])
+def test_equals_muzero_policy(num_players):
+  """Two alternating players == muzero_policy with discount -1; one player ==
+  discount +1. Same key, Dirichlet noise on, several random models."""
+  config = SearchConfig(num_simulations=32)
+  num_actions, num_rows, batch = 4, 50, 4
+  for seed in range(4):
+    rng = np.random.default_rng(seed)
+    params = dict(
+        next=rng.integers(0, num_rows, (num_rows, num_actions)),
+        reward=rng.normal(size=num_rows).astype(np.float32),
+        value=rng.normal(size=num_rows).astype(np.float32),
+        policy=rng.normal(size=(num_rows, num_actions)).astype(np.float32))
+    legal = rng.random((batch, num_actions)) < 0.75
+    legal[:, 1] = True
+    roots = rng.integers(0, num_rows, batch)
+    ndmz, muzero = _run_pair(
+        _jnp(params), jax.random.PRNGKey(seed + 7), jnp.asarray(roots),
+        jnp.asarray(legal), num_players=num_players, config=config)
+    np.testing.assert_array_equal(
+        ndmz.search_tree.children_visits[:, 0],
+        muzero.search_tree.children_visits[:, 0])
+    np.testing.assert_array_equal(ndmz.search_tree.node_visits,
+                                  muzero.search_tree.node_visits)
+    np.testing.assert_allclose(ndmz.action_weights, muzero.action_weights)
+    np.testing.assert_allclose(ndmz.root_value,
+                               muzero.search_tree.node_values[:, 0],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ndmz.action, muzero.action)
+
+
+def test_single_outcome_chance_is_plain_muzero():
+  """Bandit: root action a -> chance node (reward r_a, value 0) whose only
+  outcome (prob 1) leads to a terminal node (reward 0). Its visit counts are
+  those of muzero_policy on the bandit with reward r_a and discount 0."""
+  num_actions, batch = 4, 3
+  config = SearchConfig(num_simulations=20)
+
+  @_jit
+  def run(rewards, key):
+    t = _tables(2 + num_actions, num_actions, 3, 2)
+    nxt = jnp.asarray(t["next"])
+    nxt = nxt.at[1, :num_actions].set(jnp.arange(num_actions) + 2)
+    identity = jnp.asarray(t["identity"])
+    identity = identity.at[2:].set(jnp.array([NEG, NEG, 0.0, NEG]))
+    chance = jnp.asarray(t["chance"]).at[:, 1:].set(-jnp.inf)
+
+    def recurrent(params, rng_key, action, embedding):
+      del params, rng_key
+      row = nxt[embedding, action]
+      reward = jnp.where(row >= 2, rewards[jnp.arange(batch), row - 2], 0.0)
+      return ModelOutput(
+          reward=reward, value=jnp.zeros(batch),
+          policy_logits=jnp.zeros((batch, num_actions)),
+          chance_logits=chance[row], identity_logits=identity[row],
+          embedding=row)
+    root = ModelOutput(
+        reward=jnp.zeros(batch), value=jnp.zeros(batch),
+        policy_logits=jnp.zeros((batch, num_actions)),
+        chance_logits=jnp.zeros((batch, 3)),
+        identity_logits=jnp.zeros((batch, 4)),
+        embedding=jnp.ones(batch, jnp.int32))
+    legal = jnp.ones((batch, num_actions), bool)
+    outs = [ndmz_search((), key, root, recurrent, legal, num_players=2,
+                        payoff="zero_sum", config=config)]
+
+    def bandit(params, rng_key, action, embedding):
+      del params, rng_key
+      reward = rewards[jnp.arange(batch), action]
+      return mctx.RecurrentFnOutput(
+          reward=reward, discount=jnp.zeros_like(reward),
+          prior_logits=jnp.zeros((batch, num_actions)),
+          value=jnp.zeros_like(reward)), embedding
+    muzero = mctx.muzero_policy(
+        (), key, mctx.RootFnOutput(prior_logits=root.policy_logits,
+                                   value=root.value, embedding=root.embedding),
+        bandit, num_simulations=config.num_simulations)
+    return outs, muzero
+
+  for seed in range(3):
+    rewards = jax.random.normal(jax.random.PRNGKey(seed), (batch, num_actions))
+    outs, muzero = run(rewards, jax.random.PRNGKey(seed + 50))
+    for out in outs:
+      np.testing.assert_array_equal(out.search_tree.children_visits[:, 0],
+                                    muzero.search_tree.children_visits[:, 0])
+      np.testing.assert_allclose(out.root_value,
+                                 muzero.search_tree.node_values[:, 0],
+                                 rtol=1e-5, atol=1e-6)
+      chance_nodes = out.search_tree.children_index[:, 0]
+      kinds = np.take_along_axis(np.asarray(out.search_tree.embeddings.kind),
+                                 np.maximum(np.asarray(chance_nodes), 0), 1)
+      assert np.all(kinds[np.asarray(chance_nodes) >= 0] == 1)
+
+
+# ----------------------------------------------------------------------------
+# Chance nodes, identity sampling, terminal nodes.
+
+def _chance_fan_tables(probs):
+  """Root (row 1) has one legal action, to a chance node (row 2) whose
+  outcomes lead to terminal rows with reward = outcome index."""
+  c = len(probs)
+  t = _tables(3 + c, 2, c, 2)
+  t["next"][1, 0] = 2
+  t["next"][2, 2:] = np.arange(c) + 3
+  _set_identity(t, 2, 2)
+  t["chance"][2] = np.log(np.asarray(probs, np.float32))
+  t["reward"][3:] = np.arange(c)
+  return t
+
+
+def _chance_node_visits(out):
+  tree = out.search_tree
+  node = np.asarray(tree.children_index[:, 0, 0])
+  kinds = np.asarray(tree.embeddings.kind)[np.arange(node.shape[0]), node]
+  assert np.all(kinds == 1)
+  return np.asarray(tree.children_visits)[np.arange(node.shape[0]), node]
+
+
+def test_chance_node_prior_minus_visits_is_exact():
+  probs = [0.55, 0.3, 0.15]
+  t = _chance_fan_tables(probs)
+  sims = 41
+  config = SearchConfig(num_simulations=sims, dirichlet_fraction=0.0,
+                        chance_mode="prior_minus_visits")
+  legal = jnp.array([[True, False]] * 2)
+  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1]), legal,
+             num_players=2, payoff="zero_sum", config=config)
+  # By hand, prob - visits / (1 + sum visits): [.55 .3 .15] -> 0;
+  # [.05 .3 .15] -> 1; [.217 -.033 .15] -> 0; [.05 .05 .15] -> 2.
+  visits = np.zeros(3)
+  seq = []
+  for _ in range(sims - 1):
+    k = int(np.argmax(np.asarray(probs) - visits / (1 + visits.sum())))
+    seq.append(k)
+    visits[k] += 1
+  assert seq[:4] == [0, 1, 0, 2]
+  np.testing.assert_array_equal(_chance_node_visits(out)[:, :3],
+                                [visits] * 2)
+  # Outcomes bring rewards 0, 1, 2: the root value is their visit average
+  # (and the chance node's value 0 when it was expanded), discount +1.
+  expected = (visits @ np.arange(3)) / (sims + 1)
+  np.testing.assert_allclose(out.root_value, [expected] * 2, rtol=1e-5)
+
+
+def test_chance_node_samples_in_proportion():
+  probs = np.array([0.5, 0.3, 0.2])
+  t = _chance_fan_tables(probs)
+  config = SearchConfig(num_simulations=301, chance_mode="sample")
+  batch = 16
+  legal = jnp.array([[True, False]] * batch)
+  out = _run(_jnp(t), jax.random.PRNGKey(11), jnp.ones(batch, jnp.int32),
+             legal, num_players=2, payoff="zero_sum", config=config)
+  visits = _chance_node_visits(out)[:, :3].sum(0)
+  assert visits.sum() == batch * 300
+  # 4800 draws: one standard error of a frequency is below 0.0075.
+  np.testing.assert_allclose(visits / visits.sum(), probs, atol=0.03)
+
+
+@pytest.mark.parametrize("mode", [
+    "sample", pytest.param("argmax", marks=pytest.mark.slow)])
+def test_identity_head_decides_kind(mode):
+  """The first expansion's kind follows the identity head: drawn from it
+  (roulette wheel) or its argmax (also checked by the hand-built duel)."""
+  t = _tables(3, 2, 2, 2)
+  t["next"][1, 0] = 2
+  t["identity"][2] = np.log([0.2, 0.1, 0.45, 0.25])  # p0, p1, chance, terminal
+  batch = 1024
+  config = SearchConfig(num_simulations=1, identity_mode=mode)
+  legal = jnp.array([[True, False]] * batch)
+  out = _run(_jnp(t), jax.random.PRNGKey(5), jnp.ones(batch, jnp.int32),
+             legal, num_players=2, payoff="zero_sum", config=config)
+  kind = np.asarray(out.search_tree.embeddings.kind[:, 1])
+  player = np.asarray(out.search_tree.embeddings.player[:, 1])
+  cls = np.where(kind == 0, player, np.where(kind == 1, 2, 3))
+  freq = np.bincount(cls, minlength=4) / batch
+  if mode == "argmax":
+    np.testing.assert_array_equal(freq, [0, 0, 1, 0])
+  else:
+    # One standard error is below 0.016.
+    np.testing.assert_allclose(freq, [0.2, 0.1, 0.45, 0.25], atol=0.06)
+
+
+@pytest.mark.parametrize("terminal_nodes", [
+    True, pytest.param(False, marks=pytest.mark.slow)])
+def test_terminal_nodes_are_not_expanded(terminal_nodes):
+  """Root actions a -> terminal rows with reward r_a. Past them the model
+  would give large rewards and values (rows 5, 6): with terminal nodes they
+  never reach the tree, and Q(root, a) is exactly r_a."""
+  t = _tables(7, 3, 4, 2)
+  t["policy"][:] = [0.3, 0.1, 0.2]
+  t["next"][1, :3] = [2, 3, 4]
+  t["reward"][2:5] = [0.25, -0.5, 0.75]
+  t["value"][2:5] = [9.0, 9.0, 9.0]  # ignored: terminal value is 0
+  t["next"][2:5] = 5
+  t["next"][5] = 6
+  t["reward"][5:] = 100.0
+  t["value"][5:] = 50.0
+  _set_identity(t, 5, 0)
+  _set_identity(t, 6, 1)
+  config = dataclasses.replace(_REF_CONFIG, terminal_nodes=terminal_nodes)
+  legal = np.ones((3, 3), bool)
+  out = _run(_jnp(t), jax.random.PRNGKey(1), jnp.array([1, 1, 1]),
+             jnp.asarray(legal), num_players=2, payoff="zero_sum",
+             config=config)
+  tree = out.search_tree
+  kinds = np.asarray(tree.embeddings.kind)
+  if terminal_nodes:
+    np.testing.assert_array_equal(kinds[:, 1:], 2)
+    np.testing.assert_allclose(tree.qvalues(jnp.zeros(3, jnp.int32))[:, :3],
+                               [[0.25, -0.5, 0.75]] * 3)
+    np.testing.assert_array_equal(tree.raw_values[:, 1:], 0.0)
+    np.testing.assert_array_equal(tree.node_values[:, 1:], 0.0)
+    below = np.asarray(tree.parents)[:, 1:] > 0
+    assert below.any()  # mctx did grow nodes below terminal nodes...
+    rewards = np.asarray(tree.children_rewards)[:, 1:]
+    np.testing.assert_array_equal(rewards, 0.0)  # ...that add nothing
+  else:
+    assert (kinds[:, 1:] == 0).any()  # the search ran past the ends
+    assert np.abs(np.asarray(tree.children_rewards)).max() == 100.0
+  _assert_matches_reference(out, t, [1, 1, 1], legal, num_players=2,
+                            payoff="zero_sum", num_simulations=30,
+                            terminal_nodes=terminal_nodes)
+
+
+# ----------------------------------------------------------------------------
+# Action output, shapes, errors.
+
+def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
+  # Bandit of terminal children with reward 0, legal priors [0, 1.9, 2.0]:
+  # simulation 1 takes a2 (largest prior); then Q = V = 0 everywhere and a1
+  # (p1 > p2 / 2) comes next: a tie of one visit each. Greedy breaks it by
+  # the prior (a2), not by the index (a1); temperature 1 draws either half
+  # the time.
+  t = _tables(6, 4, 1, 2)
+  t["next"][1, :4] = [2, 3, 4, 5]
+  t["policy"][1] = [0.0, 1.9, 2.0, 3.0]
+  batch = 1024
+  legal = jnp.array([[True, True, True, False]] * batch)
+  config = SearchConfig(num_simulations=2, dirichlet_fraction=0.0)
+  rows = jnp.ones(batch, jnp.int32)
+  greedy = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 0.0,
+                num_players=2, payoff="zero_sum", config=config)
+  np.testing.assert_allclose(greedy.action_weights,
+                             [[0, 0.5, 0.5, 0]] * batch)
+  np.testing.assert_array_equal(greedy.action, 2)
+  sampled = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 1.0,
+                 num_players=2, payoff="zero_sum", config=config)
+  np.testing.assert_allclose(sampled.action_weights, greedy.action_weights)
+  assert set(np.unique(sampled.action)) == {1, 2}
+  # One standard error is about 0.016.
+  np.testing.assert_allclose(np.mean(np.asarray(sampled.action) == 2), 0.5,
+                             atol=0.07)
+
+
+def test_jit_vmap_and_illegal_actions_never_chosen():
+  rng = np.random.default_rng(9)
+  t = _jnp(_random_tables(rng, 30, 3, 4, 2))
+  legal = jnp.array([[True, False, True], [False, True, False],
+                     [True, True, True]])
+  run = functools.partial(_run_impl, num_players=2, payoff="zero_sum",
+                          config=_REF_CONFIG)
+  keys = jax.random.split(jax.random.PRNGKey(0), 2)
+  rows = jnp.array([[1, 2, 3], [4, 5, 6]])
+  batched = _jit(jax.vmap(run, in_axes=(None, 0, 0, None)))(t, keys, rows,
+                                                           legal)
+  for i in range(2):
+    single = _run(t, keys[i], rows[i], legal, num_players=2,
+                  payoff="zero_sum", config=_REF_CONFIG)
+    chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], batched), single)
+    visits = np.asarray(single.search_tree.children_visits[:, 0, :3])
+    assert np.all(visits[~np.asarray(legal)] == 0)
+    assert np.all(np.asarray(legal)[np.arange(3), single.action])
+    chex.assert_shape(single.action_weights, (3, 3))
+    chex.assert_shape(single.root_value, (3,))
+    chex.assert_shape(single.search_tree.children_visits, (3, 31, 4))
+
+
+def test_recurrent_output_shapes_are_checked():
+  t = _jnp(_tables(3, 2, 2, 2))
+
+  def bad_recurrent(params, rng_key, action, embedding):
+    out = _table_recurrent(params, rng_key, action, embedding)
+    return out.replace(identity_logits=out.identity_logits[:, :3])
+  with pytest.raises(AssertionError):
+    ndmz_search(t, jax.random.PRNGKey(0), _table_root(t, jnp.array([1])),
+                bad_recurrent, jnp.ones((1, 2), bool), num_players=2,
+                payoff="zero_sum", config=SearchConfig(num_simulations=2))
+
+
+def test_bad_arguments_raise_value_error():
+  t = _jnp(_tables(3, 2, 2, 2))
+  root = _table_root(t, jnp.array([1]))
+  call = functools.partial(ndmz_search, t, jax.random.PRNGKey(0), root,
+                           _table_recurrent, jnp.ones((1, 2), bool),
+                           config=SearchConfig(num_simulations=2))
+  with pytest.raises(ValueError, match="payoff"):
+    call(num_players=2, payoff="general")
+  with pytest.raises(ValueError, match="num_players == 1"):
+    call(num_players=2, payoff="single")
+  with pytest.raises(ValueError, match="legal_action_mask"):
+    ndmz_search(t, jax.random.PRNGKey(0), root, _table_recurrent,
+                jnp.ones((1, 3), bool), num_players=2, payoff="zero_sum",
+                config=SearchConfig(num_simulations=2))
+  for bad in (dict(num_simulations=0), dict(identity_mode="max"),
+              dict(chance_mode="argmax"), dict(dirichlet_fraction=1.5),
+              dict(max_depth=0)):
+    with pytest.raises(ValueError):
+      SearchConfig(**bad)
+  assert hash(SearchConfig()) == hash(SearchConfig())
+  assert search.SearchOutput is not None
