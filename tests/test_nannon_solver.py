@@ -1,0 +1,317 @@
+"""Nannon's exact solver: position counts, ranking both ways, value iteration
+checked against the env's own rules, exact policy evaluation checked by
+simulation, the players, and the max_game_length bound."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs import nannon
+from envs import nannon_solver as ns
+
+
+@pytest.fixture(scope="module")
+def env():
+  return envs.make("nannon")
+
+
+@pytest.fixture(scope="module")
+def sol(env):
+  return ns.solve(env, cache=False)
+
+
+def brute_positions(n, k):
+  """Every position by direct enumeration: (mine, theirs, home_me, home_opp)."""
+  out = []
+  for cells in itertools.product((0, 1, 2), repeat=n):
+    i, j = cells.count(1), cells.count(2)
+    if i > k or j > k:
+      continue
+    for hm in range(k - i + 1):
+      for ho in range(k - j + 1):
+        out.append((np.array(cells) == 1, np.array(cells) == 2, hm, ho))
+  return out
+
+
+def test_position_counts():
+  assert nannon.num_positions(6, 3) == 2_530
+  assert nannon.num_positions(12, 5) == 1_780_776
+  for n, k in [(4, 2), (5, 3), (3, 4), (6, 3)]:
+    assert nannon.num_positions(n, k) == len(brute_positions(n, k))
+
+
+@pytest.mark.parametrize("n,k", [(5, 3), (6, 3), (3, 4)])
+def test_ranking_is_a_bijection(n, k):
+  pos = brute_positions(n, k)
+  mine, theirs, hm, ho = (jnp.asarray(np.array(x)) for x in zip(*pos))
+  ranks = np.asarray(jax.jit(jax.vmap(
+      lambda a, b, c, d: ns.rank_position(a, b, c, d, k)))(mine, theirs, hm, ho))
+  num = nannon.num_positions(n, k)
+  assert sorted(ranks.tolist()) == list(range(num))
+  back = jax.jit(jax.vmap(lambda i: ns.unrank_position(i, n, k)))(jnp.asarray(ranks))
+  for got, want in zip(back, (mine, theirs, hm, ho)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_ranking_12_5_both_ways():
+  n, k = 12, 5
+  num = nannon.num_positions(n, k)
+  rng = np.random.default_rng(1)
+  idx = np.concatenate([[0, num - 1], rng.integers(0, num, 4000)]).astype(np.int32)
+  unrank = jax.jit(jax.vmap(lambda i: ns.unrank_position(i, n, k)))
+  rank = jax.jit(jax.vmap(lambda a, b, c, d: ns.rank_position(a, b, c, d, k)))
+  mine, theirs, hm, ho = unrank(jnp.asarray(idx))
+  assert not np.any(np.asarray(mine) & np.asarray(theirs))
+  assert np.all(np.asarray(mine).sum(1) + np.asarray(hm) <= k)
+  np.testing.assert_array_equal(np.asarray(rank(mine, theirs, hm, ho)), idx)
+  # Random positions -> rank -> unrank gives them back.
+  cells = rng.integers(0, 3, (4000, n))
+  keep = ((cells == 1).sum(1) <= k) & ((cells == 2).sum(1) <= k)
+  cells = cells[keep]
+  hm = rng.integers(0, k + 1 - (cells == 1).sum(1))
+  ho = rng.integers(0, k + 1 - (cells == 2).sum(1))
+  r = rank(jnp.asarray(cells == 1), jnp.asarray(cells == 2), jnp.asarray(hm),
+           jnp.asarray(ho))
+  assert np.all((np.asarray(r) >= 0) & (np.asarray(r) < num))
+  back = unrank(r)
+  for got, want in zip(back, (cells == 1, cells == 2, hm, ho)):
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def env_backup(env, values):
+  """T V from the env's own transitions: for every position p and roll r,
+  step the env from p's roll node; returns (T V `[N]`, best action `[N, d]`
+  (-1 without a decision), Q `[N, d, A]` (-inf for illegal actions))."""
+  n, k, d = 6, 3, 6
+  num = nannon.num_positions(n, k)
+  v = jnp.asarray(values, jnp.float32)
+
+  @jax.jit
+  def run(pos):
+    s = ns.position_states(env, pos, jnp.zeros_like(pos))
+
+    def per_roll(s, r):
+      s1 = env.step(s, r - 1)
+      forfeit = s1.current_player == envs.CHANCE
+
+      def per_action(a):
+        s2 = env.step(s1, a)
+        nxt = ns.state_position(s2, k)
+        val = jnp.where(s2.terminated, 1.0, 1.0 - v[nxt])
+        return jnp.where(s1.legal_action_mask[a], val, -jnp.inf)
+
+      q = jax.vmap(per_action)(jnp.arange(n + 1))
+      fq = 1.0 - v[ns.state_position(s1, k)]
+      return jnp.where(forfeit, fq, jnp.max(q)), jnp.where(forfeit, -jnp.inf, q)
+
+    def one(s):
+      return jax.vmap(lambda r: per_roll(s, r))(jnp.arange(1, d + 1))
+
+    best, q = jax.vmap(one)(s)
+    return best.mean(-1), q
+
+  tv, q = run(jnp.arange(num))
+  return np.asarray(tv), np.asarray(q)
+
+
+def test_solution_satisfies_bellman_by_env_rules(env, sol):
+  num = 2530
+  assert sol.values.shape == (num,) and sol.policy.shape == (num, 6)
+  assert sol.residual < 1e-9
+  assert np.all((sol.values >= 0) & (sol.values <= 1))
+  t = ns.build_tables(6, 3, 6)
+  assert np.all(sol.values[t.lost] == 0)
+  tv, q = env_backup(env, sol.values)
+  live = ~(t.lost | t.won)
+  # float32 successor values in the env-side backup: 1e-6.
+  np.testing.assert_allclose(tv[live], sol.values[live], atol=1e-6)
+  # The optimal action is a legal maximiser wherever there is a decision.
+  dec = t.decision
+  assert np.array_equal(dec, (sol.policy >= 0))
+  p, r = np.nonzero(dec)
+  a = sol.policy[p, r].astype(int)
+  assert np.all(np.isfinite(q[p, r, a]))
+  np.testing.assert_allclose(q[p, r, a], q[p, r].max(-1), atol=1e-6)
+
+
+def test_first_mover_and_symmetry(env, sol):
+  ev = ns.exact_win_probability(sol.policy, "optimal", env)
+  assert abs(ev.win_probability - 0.5) < 1e-9  # a symmetric self-play match
+  assert abs(ev.when_starting + ev.when_second - 1.0) < 1e-9
+  # The first mover's value from the solver's own values.
+  t = ns.build_tables(6, 3, 6)
+  s0 = ns.start_position(env)
+  q = np.where(t.succ[s0] < 2530,
+               1.0 - np.concatenate([sol.values, [0.0]])[t.succ[s0]], -np.inf)
+  p = np.array([5, 4, 3, 2, 1]) / 15
+  np.testing.assert_allclose(ev.when_starting, p @ q.max(-1)[:5], atol=1e-9)
+  assert ns.first_mover_win_probability(env) == pytest.approx(ev.when_starting)
+
+
+def simple_table(t, last):
+  """Deterministic non-optimal players: the first (last) legal slot."""
+  legal = t.succ < t.num_positions
+  slot = (legal.shape[-1] - 1 - np.argmax(legal[..., ::-1], -1)) if last \
+      else np.argmax(legal, -1)
+  act = np.take_along_axis(np.broadcast_to(t.slot_action[:, None, :], legal.shape),
+                           slot[..., None], -1)[..., 0]
+  return np.where(t.decision, act, -1)
+
+
+def test_exact_evaluation_invariants(env, sol):
+  t = ns.build_tables(6, 3, 6)
+  first, last = simple_table(t, False), simple_table(t, True)
+  for table in (first, last):
+    vs_opt = ns.exact_win_probability(table, "optimal", env)
+    assert vs_opt.win_probability < 0.5
+    assert vs_opt.residual < 1e-9
+    # Against itself: exactly even.
+    assert abs(ns.exact_win_probability(table, table, env).win_probability
+               - 0.5) < 1e-9
+    # The optimal player beats it by as much as it loses.
+    back = ns.exact_win_probability(sol.policy, table, env)
+    assert back.win_probability == pytest.approx(1 - vs_opt.win_probability, abs=1e-9)
+  vs_random = ns.exact_win_probability(sol.policy, "random", env)
+  assert 0.5 < vs_random.win_probability < 1.0
+
+
+def test_evaluation_rejects_bad_tables(env, sol):
+  bad = sol.policy.copy()
+  p, r = np.argwhere(bad >= 0)[0]
+  t = ns.build_tables(6, 3, 6)
+  legal = {int(a) for a, s in zip(t.slot_action[p], t.succ[p, r]) if s < 2530}
+  bad[p, r] = next(a for a in range(7) if a not in legal)
+  with pytest.raises(ValueError, match="illegal entries"):
+    ns.exact_win_probability(bad, "random", env)
+  with pytest.raises(ValueError, match="shape"):
+    ns.exact_win_probability(sol.policy[:10], "random", env)
+  with pytest.raises(ValueError, match="opponent must be"):
+    ns.exact_win_probability(sol.policy, "expert", env)
+
+
+def play(env, policy0, policy1, key, num_games):
+  """Plays `num_games` in one jitted loop; player 0 uses `policy0`.
+  Returns player 0's rewards `[num_games]` and whether any was truncated."""
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    s = jax.vmap(env.init)(jax.random.split(k0, num_games))
+
+    def cond(c):
+      return ~jnp.all(c[0].done)
+
+    def body(c):
+      s, total, k = c
+      k, ka, kb, kc = jax.random.split(k, 4)
+      a0 = jax.vmap(policy0)(s, jax.random.split(ka, num_games))
+      a1 = jax.vmap(policy1)(s, jax.random.split(kb, num_games))
+      chance = jax.vmap(lambda st, kk: jax.random.categorical(
+          kk, jnp.log(st.chance_probs)))(s, jax.random.split(kc, num_games))
+      a = jnp.where(s.is_chance, chance, jnp.where(s.current_player == 0, a0, a1))
+      s = jax.vmap(env.step)(s, a.astype(jnp.int32))
+      return s, total + s.rewards[:, 0], k
+
+    s, total, _ = jax.lax.while_loop(
+        cond, body, (s, jnp.zeros((num_games,)), k1))
+    return total, jnp.any(s.truncated)
+
+  return jax.device_get(run(key))
+
+
+def test_simulated_optimal_vs_random_matches_exact(env, sol):
+  games = 2000
+  exact = ns.exact_win_probability(sol.policy, "random", env).win_probability
+  optimal = ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=3)
+  rewards, truncated = play(env, optimal, ns.random_policy, jax.random.key(7), games)
+  assert not truncated
+  assert set(np.unique(rewards)) <= {-1.0, 1.0}
+  wins = np.mean(rewards == 1.0)
+  se = np.sqrt(exact * (1 - exact) / games)
+  assert abs(wins - exact) < 4 * se, (wins, exact, se)
+
+
+def test_table_from_fn_and_players(env, sol):
+  optimal = ns.optimal_policy(env)
+  table = ns.policy_table_from_fn(
+      env, lambda states: jax.vmap(optimal)(states), batch_size=4096)
+  np.testing.assert_array_equal(table, sol.policy)
+  states, pos, roll = ns.decision_states(env, first=100, count=300)
+  assert states.current_player.shape == (300,)
+  assert np.all(np.asarray(states.current_player) == 0)
+  np.testing.assert_array_equal(np.asarray(states.game.die), roll)
+  keys = jax.random.split(jax.random.key(0), 300)
+  a = np.asarray(jax.vmap(ns.random_policy)(states, keys))
+  assert np.all(np.asarray(states.legal_action_mask)[np.arange(300), a])
+  a = np.asarray(jax.vmap(optimal)(states))
+  np.testing.assert_array_equal(a, sol.policy[pos, roll - 1])
+
+
+def tail_probability(env, turns):
+  """Exact P(a random-vs-random game lasts more than `turns` turns after the
+  opening move), by propagating the distribution over positions."""
+  n, k, d = (env.params[x] for x in ("points", "checkers", "die_sides"))
+  t = ns.build_tables(n, k, d)
+  num = t.num_positions
+  legal = t.succ < num
+  count = legal.sum(-1)
+  # The opening: the starter moves m, P(m) proportional to d - m.
+  s0 = ns.start_position(env)
+  mass = np.zeros(num)
+  for m in range(1, d):
+    pm = (d - m) / (d * (d - 1) / 2)
+    nxt = t.succ[s0, m - 1][legal[s0, m - 1]]
+    np.add.at(mass, nxt, pm / len(nxt))
+  w = np.where(legal, (1.0 / d) / np.maximum(count, 1)[..., None], 0.0)
+  src = np.broadcast_to(np.arange(num)[:, None, None], t.succ.shape)[legal]
+  dst, w = t.succ[legal], w[legal]
+  forfeit_w = (~legal.any(-1)).sum(-1) / d
+  for _ in range(turns):
+    mass[t.lost] = 0.0
+    new = np.bincount(dst, weights=mass[src] * w, minlength=num)
+    new += np.bincount(t.flip, weights=mass * forfeit_w, minlength=num)
+    mass = new
+  mass[t.lost] = 0.0
+  return mass.sum()
+
+
+def test_max_game_length_is_virtually_never_hit(env):
+  # Each turn is at most two transitions (roll, move); the opening roll and
+  # the first move are two: truncation needs (L - 2) / 2 more turns.
+  turns = (env.max_game_length - 2) // 2
+  assert tail_probability(env, turns) < 1e-12
+  assert tail_probability(env, 10) > 1e-3  # the computation sees long games
+
+
+def test_cache_round_trip(env, sol, tmp_path, monkeypatch):
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
+  first = ns.solve(env, cache=True)
+  assert list(tmp_path.iterdir())
+  again = ns.solve(env, cache=True)
+  assert again.iterations == 0  # loaded
+  np.testing.assert_array_equal(again.values, first.values)
+  np.testing.assert_array_equal(again.policy, sol.policy)
+
+
+@pytest.mark.slow
+def test_12_5_6_solution():
+  env = envs.make("nannon", points=12, checkers=5)
+  sol = ns.solve(env)
+  assert sol.values.shape == (1_780_776,)
+  assert sol.residual < 1e-9
+  ev = ns.exact_win_probability(sol.policy, "optimal", env)
+  assert abs(ev.win_probability - 0.5) < 1e-9
+  vs_random = ns.exact_win_probability(sol.policy, "random", env)
+  optimal = ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=5)
+  games = 2000
+  rewards, truncated = play(env, optimal, ns.random_policy, jax.random.key(3), games)
+  assert not truncated
+  exact = vs_random.win_probability
+  se = np.sqrt(exact * (1 - exact) / games)
+  assert abs(np.mean(rewards == 1.0) - exact) < 4 * se
+  turns = (env.max_game_length - 2) // 2
+  assert tail_probability(env, turns) < 1e-12
