@@ -29,6 +29,7 @@ from envs.testing import batched_random_action
 # a Python loop with random legal actions and sampled chance outcomes.
 OPENSPIEL_PEERS: Dict[str, List[Tuple[str, str]]] = {
     "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
+    "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
 }
 
 
