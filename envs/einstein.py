@@ -44,7 +44,7 @@ die allows to move.
 from __future__ import annotations
 
 import itertools
-from typing import Tuple
+from typing import Mapping, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -124,6 +124,43 @@ def selectable(pos_row: jax.Array, die: jax.Array) -> jax.Array:
   lower = jnp.max(jnp.where(alive & (idx < die), idx, -1))
   higher = jnp.min(jnp.where(alive & (idx > die), idx, NUM_PIECES))
   return jnp.where(exact, idx == die, (idx == lower) | (idx == higher))
+
+
+def position(black: Mapping[int, Tuple[int, int]],
+             white: Mapping[int, Tuple[int, int]], to_move: int,
+             die: Optional[int] = None) -> EinsteinState:
+  """A hand-built race position (Python side, for tests and analysis).
+
+  Args:
+    black, white: piece number (1..6) -> (row, col) on the absolute board;
+      missing pieces are captured.
+    to_move: the player who moves next (0 black, 1 white).
+    die: the rolled face 1..6, or None for the node before the roll.
+
+  Raises:
+    ValueError: a bad piece number, square, player or die, or two pieces on
+      one square.
+  """
+  pos = -np.ones((2, NUM_PIECES), np.int32)
+  used = {}
+  for side, pieces in enumerate((black, white)):
+    for piece, square in pieces.items():
+      if piece not in range(1, NUM_PIECES + 1):
+        raise ValueError(f"piece numbers are 1..6, got {piece!r}")
+      row, col = square
+      if not (0 <= row < SIZE and 0 <= col < SIZE):
+        raise ValueError(f"square {square!r} is off the 5x5 board")
+      if (row, col) in used:
+        raise ValueError(f"two pieces on square {square!r}")
+      used[(row, col)] = piece
+      pos[side, piece - 1] = SIZE * row + col
+  if to_move not in (0, 1):
+    raise ValueError(f"to_move must be 0 or 1, got {to_move!r}")
+  if die is not None and die not in range(1, 7):
+    raise ValueError(f"die must be a face 1..6 or None, got {die!r}")
+  return EinsteinState(pos=jnp.asarray(pos), placed=jnp.int32(2),
+                       die=jnp.int32(-1 if die is None else die - 1),
+                       to_move=jnp.int32(to_move), winner=jnp.int32(-1))
 
 
 @register

@@ -1,0 +1,153 @@
+"""Reference opponents for `einstein`: jittable, batched policies.
+
+A policy is `policy(state, key) -> action`: `state` a batch of env `State`s
+(leading axis B), `key` one PRNG key, the result int32 `[B]`. At decision
+nodes it returns a legal action; at chance nodes it samples an outcome from
+`chance_probs` (so it can drive `env.step(state, action)` on its own); for
+finished games it returns 0.
+
+* `make_random_policy(env)`: a uniformly random legal move.
+* `make_expectiminimax_policy(env, depth)`: depth-limited expectiminimax.
+  `depth` counts the moves searched: 1 is greedy, 2 looks at every reply to
+  every die roll, and so on. Every die roll after a move is averaged with
+  probability 1/6; won/lost games score +1/-1 and the leaves are scored by
+  `evaluate` (default `race_evaluation`), which stays inside (-1, 1) so that
+  a sure win always beats a good position. Ties at the root are broken at
+  random.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from envs.core import CHANCE, Env
+from envs.einstein import NUM_PIECES, SIZE, Einstein, EinsteinState, selectable, view_squares
+
+Policy = Callable[[object, jax.Array], jax.Array]
+Evaluation = Callable[[EinsteinState, jax.Array], jax.Array]
+MAX_BRANCHING = 6  # two selectable pieces with three moves each
+
+
+def race_evaluation(g: EinsteinState, player: jax.Array) -> jax.Array:
+  """float32 `[]` in (-0.9, 0.9): how far ahead `player` is in the race.
+
+  For each side and each die face, the fewest moves to the goal corner among
+  the pieces that face lets move (Chebyshev distance); a side's race length
+  is the mean over the six faces. The score is 0.9 * tanh of half the
+  opponent's race length minus the player's.
+  """
+
+  def race(side):
+    pos = jnp.where(side == 0, g.pos[0], g.pos[1])
+    sq = view_squares(pos, side)
+    dist = jnp.maximum(SIZE - 1 - sq // SIZE, SIZE - 1 - sq % SIZE)
+    dist = jnp.where(pos >= 0, dist, 2 * SIZE)
+    sel = jax.vmap(lambda face: selectable(pos, face))(jnp.arange(NUM_PIECES))
+    best = jnp.min(jnp.where(sel, dist[None], 2 * SIZE), axis=-1)
+    return jnp.mean(best.astype(jnp.float32))
+
+  player = jnp.asarray(player, jnp.int32)
+  return 0.9 * jnp.tanh(0.5 * (race(1 - player) - race(player)))
+
+
+def legal_actions(game: Einstein, g: EinsteinState):
+  """The legal actions of decision state `g`: int32 `[6]` (padded with 0)
+  and a bool `[6]` validity mask."""
+  (idx,) = jnp.nonzero(game.legal_action_mask(g), size=MAX_BRANCHING,
+                       fill_value=-1)
+  return jnp.maximum(idx, 0).astype(jnp.int32), idx >= 0
+
+
+def expectiminimax_values(game: Einstein, g: EinsteinState, depth: int,
+                          evaluate: Evaluation = race_evaluation):
+  """Expectiminimax values of the moves of decision state `g` (unbatched).
+
+  Args:
+    game: the `Einstein` game core.
+    g: a decision state (a die has been rolled).
+    depth: moves to search, >= 1 (a Python int: the tree is unrolled).
+    evaluate: `evaluate(g, player) -> float32 []`, a leaf score for `player`
+      inside (-1, 1).
+
+  Returns:
+    (actions int32 `[6]`, valid bool `[6]`, values float32 `[6]`): the legal
+    actions, which slots hold one, and each move's value for the mover.
+  """
+  if depth < 1:
+    raise ValueError(f"expectiminimax depth must be >= 1, got {depth}")
+  root = g.to_move
+
+  def after_move(h, left):
+    # h: the state after a move, before the next die roll.
+    won = jnp.where(h.winner == root, 1.0, -1.0)
+    if left == 0:
+      value = evaluate(h, root)
+    else:
+      rolls = jax.vmap(lambda face: game.apply_chance(h, face)[0])(
+          jnp.arange(NUM_PIECES))
+      value = jnp.mean(jax.vmap(lambda r: decision(r, left))(rolls))
+    return jnp.where(h.winner >= 0, won, value)
+
+  def children(h, left):
+    actions, valid = legal_actions(game, h)
+    kids = jax.vmap(lambda a: game.apply_action(h, a)[0])(actions)
+    return actions, valid, jax.vmap(lambda k: after_move(k, left - 1))(kids)
+
+  def decision(h, left):
+    _, valid, values = children(h, left)
+    best = jnp.max(jnp.where(valid, values, -jnp.inf))
+    worst = jnp.min(jnp.where(valid, values, jnp.inf))
+    return jnp.where(h.to_move == root, best, worst)
+
+  return children(g, depth)
+
+
+def _chance_or(policy_at_decision: Callable, state, key: jax.Array) -> jax.Array:
+  """One state: sample chance at chance nodes, 0 when done, else the policy."""
+  k_chance, k_move = jax.random.split(key)
+  outcome = jax.random.categorical(k_chance, jnp.log(state.chance_probs))
+  move = policy_at_decision(state, k_move)
+  action = jnp.where(state.current_player == CHANCE, outcome, move)
+  return jnp.where(state.done, 0, action).astype(jnp.int32)
+
+
+def _batched(single: Callable) -> Policy:
+  def policy(state, key):
+    keys = jax.random.split(key, state.current_player.shape[0])
+    return jax.vmap(single)(state, keys)
+  return policy
+
+
+def make_random_policy(env: Env) -> Policy:
+  """A batched policy that plays a uniformly random legal move."""
+  del env
+
+  def at_decision(state, key):
+    logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+    return jax.random.categorical(key, logits)
+
+  return _batched(lambda s, k: _chance_or(at_decision, s, k))
+
+
+def make_expectiminimax_policy(env: Env, depth: int = 2,
+                               evaluate: Evaluation = race_evaluation) -> Policy:
+  """A batched expectiminimax policy searching `depth` moves (see module doc).
+
+  Raises:
+    ValueError: `env` is not an `einstein` env, or depth < 1.
+  """
+  game = env.game
+  if not isinstance(game, Einstein):
+    raise ValueError(f"expectiminimax needs an einstein env, got {env.id!r}")
+  if not isinstance(depth, int) or depth < 1:
+    raise ValueError(f"expectiminimax depth must be an int >= 1, got {depth!r}")
+
+  def at_decision(state, key):
+    actions, valid, values = expectiminimax_values(game, state.game, depth, evaluate)
+    noise = jax.random.uniform(key, values.shape, maxval=1e-6)
+    return actions[jnp.argmax(jnp.where(valid, values + noise, -jnp.inf))]
+
+  return _batched(lambda s, k: _chance_or(at_decision, s, k))
