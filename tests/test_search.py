@@ -264,8 +264,7 @@ def _duel_tables(num_players, num_actions=2, num_outcomes=1):
 _REF_CONFIG = SearchConfig(num_simulations=30, dirichlet_fraction=0.0,
                            identity_mode="argmax",
                            chance_mode="prior_minus_visits")
-_REF_CASES = [("zero_sum", 2), ("collaborative", 3),
-              pytest.param("single", 1, marks=pytest.mark.slow)]
+_REF_CASES = [("zero_sum", 2), ("collaborative", 3), ("single", 1)]
 
 
 # Three simulations, no noise (c = pb_c ~ 1.2501, 1.2502 at N = 2, 3):
@@ -281,11 +280,30 @@ _REF_CASES = [("zero_sum", 2), ("collaborative", 3),
 #     collaborative / single: Q(a0) = 1 normalises to 1 -> a0 again, the
 #       terminal child is passed (reward 0 below it): +1 backs up;
 #       V(X) = (1.5 + 1) / 3 = 5/6, V(R) = (1.5 + 1) / 4 = 0.625.
-@pytest.mark.parametrize("payoff,num_players,root_value,x_visits", [
+_DUEL_CASES = [
     ("zero_sum", 2, 0.125, [1, 1]),
     ("collaborative", 2, 0.625, [2, 0]),
     ("single", 1, 0.625, [2, 0]),
-])
+]
+
+
+@pytest.mark.parametrize("payoff,num_players,root_value,x_visits",
+                         _DUEL_CASES)
+def test_reference_gives_hand_derived_duel(payoff, num_players, root_value,
+                                           x_visits):
+  t = _duel_tables(num_players)
+  root, margin = _reference_search(t, 1, np.ones(2, bool),
+                                   num_players=num_players, payoff=payoff,
+                                   num_simulations=3)
+  assert margin > 1e-3
+  np.testing.assert_array_equal(root.child_visits, [3, 0])
+  np.testing.assert_allclose(root.value, root_value)
+  np.testing.assert_array_equal(root.children[0].child_visits, x_visits)
+
+
+@pytest.mark.parametrize("payoff,num_players,root_value,x_visits", [
+    _DUEL_CASES[0]] + [pytest.param(*case, marks=pytest.mark.slow)
+                       for case in _DUEL_CASES[1:]])
 def test_hand_built_duel(payoff, num_players, root_value, x_visits):
   t = _duel_tables(num_players)
   config = SearchConfig(num_simulations=3, dirichlet_fraction=0.0,
@@ -498,13 +516,13 @@ def test_single_outcome_chance_is_plain_muzero():
 # ----------------------------------------------------------------------------
 # Chance nodes, identity sampling, terminal nodes.
 
-def _chance_fan_tables(probs):
+def _chance_fan_tables(probs, num_actions=3):
   """Root (row 1) has one legal action, to a chance node (row 2) whose
   outcomes lead to terminal rows with reward = outcome index."""
   c = len(probs)
-  t = _tables(3 + c, 2, c, 2)
+  t = _tables(3 + c, num_actions, c, 2)
   t["next"][1, 0] = 2
-  t["next"][2, 2:] = np.arange(c) + 3
+  t["next"][2, num_actions:] = np.arange(c) + 3
   _set_identity(t, 2, 2)
   t["chance"][2] = np.log(np.asarray(probs, np.float32))
   t["reward"][3:] = np.arange(c)
@@ -520,67 +538,74 @@ def _chance_node_visits(out):
 
 
 def test_chance_node_prior_minus_visits_is_exact():
-  probs = [0.55, 0.3, 0.15]
+  probs = np.array([0.44, 0.31, 0.16, 0.09])
   t = _chance_fan_tables(probs)
-  sims = 41
-  config = SearchConfig(num_simulations=sims, dirichlet_fraction=0.0,
-                        chance_mode="prior_minus_visits")
-  legal = jnp.array([[True, False]] * 2)
-  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1]), legal,
-             num_players=2, payoff="zero_sum", config=config)
-  # By hand, prob - visits / (1 + sum visits): [.55 .3 .15] -> 0;
-  # [.05 .3 .15] -> 1; [.217 -.033 .15] -> 0; [.05 .05 .15] -> 2.
-  visits = np.zeros(3)
-  seq = []
-  for _ in range(sims - 1):
-    k = int(np.argmax(np.asarray(probs) - visits / (1 + visits.sum())))
-    seq.append(k)
-    visits[k] += 1
-  assert seq[:4] == [0, 1, 0, 2]
-  np.testing.assert_array_equal(_chance_node_visits(out)[:, :3],
-                                [visits] * 2)
-  # Outcomes bring rewards 0, 1, 2: the root value is their visit average
-  # (and the chance node's value 0 when it was expanded), discount +1.
-  expected = (visits @ np.arange(3)) / (sims + 1)
-  np.testing.assert_allclose(out.root_value, [expected] * 2, rtol=1e-5)
+  sims = _REF_CONFIG.num_simulations
+  legal = np.array([[True, False, False]] * 3)
+  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1, 1]),
+             jnp.asarray(legal), num_players=2, payoff="zero_sum",
+             config=_REF_CONFIG)
+  # prob - visits / (1 + sum visits), by hand: [.44 .31 .16 .09] -> 0;
+  # [-.06 .31 .16 .09] -> 1; [.107 -.023 .16 .09] -> 2;
+  # [.19 .06 -.09 .09] -> 0.
+  visits, seq, margins = np.zeros(4), [], []
+  for _ in range(sims - 1):  # the first simulation expands the chance node
+    score = probs - visits / (1 + visits.sum())
+    top2 = np.sort(score)[-2:]
+    margins.append(top2[1] - top2[0])
+    seq.append(int(np.argmax(score)))
+    visits[seq[-1]] += 1
+  assert seq[:4] == [0, 1, 2, 0] and min(margins) > 1e-3
+  np.testing.assert_array_equal(_chance_node_visits(out), [visits] * 3)
+  # Outcome c brings reward c; the root value averages the root's and the
+  # chance node's raw values (0) and one reward per later simulation.
+  expected = (visits @ np.arange(4)) / (sims + 1)
+  np.testing.assert_allclose(out.root_value, [expected] * 3, rtol=1e-5)
+  _assert_matches_reference(out, t, [1, 1, 1], legal, num_players=2,
+                            payoff="zero_sum", num_simulations=sims)
+
+
+# The sampling tests share one compiled search: default (sampling) modes,
+# Dirichlet noise on, 100 simulations, a batch of 128.
+_SAMPLE_CONFIG = SearchConfig(num_simulations=100)
+_SAMPLE_BATCH = 128
+
+
+def _run_sample(t):
+  legal = jnp.array([[True, False, False]] * _SAMPLE_BATCH)
+  return _run(_jnp(t), jax.random.PRNGKey(11),
+              jnp.ones(_SAMPLE_BATCH, jnp.int32), legal, num_players=2,
+              payoff="zero_sum", config=_SAMPLE_CONFIG)
 
 
 def test_chance_node_samples_in_proportion():
-  probs = np.array([0.5, 0.3, 0.2])
-  t = _chance_fan_tables(probs)
-  config = SearchConfig(num_simulations=301, chance_mode="sample")
-  batch = 16
-  legal = jnp.array([[True, False]] * batch)
-  out = _run(_jnp(t), jax.random.PRNGKey(11), jnp.ones(batch, jnp.int32),
-             legal, num_players=2, payoff="zero_sum", config=config)
-  visits = _chance_node_visits(out)[:, :3].sum(0)
-  assert visits.sum() == batch * 300
-  # 4800 draws: one standard error of a frequency is below 0.0075.
-  np.testing.assert_allclose(visits / visits.sum(), probs, atol=0.03)
+  probs = np.array([0.4, 0.3, 0.2, 0.1])
+  visits = _chance_node_visits(_run_sample(_chance_fan_tables(probs))).sum(0)
+  assert visits.sum() == _SAMPLE_BATCH * (_SAMPLE_CONFIG.num_simulations - 1)
+  # 12,672 draws: one standard error of a frequency is below 0.0045.
+  np.testing.assert_allclose(visits / visits.sum(), probs, atol=0.025)
 
 
-@pytest.mark.parametrize("mode", [
-    "sample", pytest.param("argmax", marks=pytest.mark.slow)])
-def test_identity_head_decides_kind(mode):
-  """The first expansion's kind follows the identity head: drawn from it
-  (roulette wheel) or its argmax (also checked by the hand-built duel)."""
-  t = _tables(3, 2, 2, 2)
-  t["next"][1, 0] = 2
-  t["identity"][2] = np.log([0.2, 0.1, 0.45, 0.25])  # p0, p1, chance, terminal
-  batch = 1024
-  config = SearchConfig(num_simulations=1, identity_mode=mode)
-  legal = jnp.array([[True, False]] * batch)
-  out = _run(_jnp(t), jax.random.PRNGKey(5), jnp.ones(batch, jnp.int32),
-             legal, num_players=2, payoff="zero_sum", config=config)
-  kind = np.asarray(out.search_tree.embeddings.kind[:, 1])
-  player = np.asarray(out.search_tree.embeddings.player[:, 1])
-  cls = np.where(kind == 0, player, np.where(kind == 1, 2, 3))
-  freq = np.bincount(cls, minlength=4) / batch
-  if mode == "argmax":
-    np.testing.assert_array_equal(freq, [0, 0, 1, 0])
-  else:
-    # One standard error is below 0.016.
-    np.testing.assert_allclose(freq, [0.2, 0.1, 0.45, 0.25], atol=0.06)
+def test_identity_head_is_sampled():
+  """Every row past the root has identity probabilities (player 0,
+  player 1, chance, terminal) = (.2, .1, .45, .25): each node created below a
+  non-terminal node is one roulette-wheel draw."""
+  probs = np.array([0.2, 0.1, 0.45, 0.25])
+  t = _tables(3, 3, 4, 2)
+  t["next"][1:] = 2
+  t["identity"][2] = np.log(probs)
+  tree = _run_sample(t).search_tree
+  kind = np.asarray(tree.embeddings.kind)
+  player = np.asarray(tree.embeddings.player)
+  parents = np.asarray(tree.parents)
+  parent_kind = np.take_along_axis(kind, np.maximum(parents, 0), 1)
+  drawn = (parents >= 0) & (parent_kind != 2)
+  cls = np.where(kind == 0, player, np.where(kind == 1, 2, 3))[drawn]
+  assert cls.size > 3000
+  # One standard error of a frequency is below 0.01.
+  np.testing.assert_allclose(np.bincount(cls, minlength=4) / cls.size, probs,
+                             atol=0.04)
+  assert np.all(kind[parent_kind == 2] == 2)
 
 
 @pytest.mark.parametrize("terminal_nodes", [
