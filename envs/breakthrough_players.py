@@ -13,8 +13,8 @@ and one PRNG key to int32 actions `[B]`:
   and values those of the player to move, so the discount is -1 (0 once the
   game is over). Interior nodes choose by UCB1
   `Q + uct_c * sqrt(log N / n)`, trying every unvisited legal child first
-  (random order); the root plays its most visited action, as OpenSpiel's
-  `MCTSBot` does.
+  (random order); the root plays its most visited action, ties broken by Q,
+  as OpenSpiel's `MCTSBot` does.
 
 Nothing here is specific to Breakthrough beyond needing a two-player,
 zero-sum, deterministic env (chance nodes are not modelled).
@@ -154,7 +154,7 @@ def mcts_policy(env: Env, num_simulations: int = 64,
     return uct_action_selection(rng_key, tree, node_index, depth, uct_c=uct_c)
 
   def policy(state: State, key: jax.Array) -> jax.Array:
-    k_root, k_search = jax.random.split(key)
+    k_root, k_search, k_tie = jax.random.split(key, 3)
     root = mctx.RootFnOutput(
         prior_logits=_legal_logits(state.legal_action_mask),
         value=rollout_value(env, state, k_root), embedding=state)
@@ -163,9 +163,14 @@ def mcts_policy(env: Env, num_simulations: int = 64,
         root_action_selection_fn=select, interior_action_selection_fn=select,
         num_simulations=num_simulations,
         invalid_actions=~state.legal_action_mask)
-    visits = tree.children_visits[:, 0]
-    visits = jnp.where(state.legal_action_mask, visits, -1)
-    return jnp.argmax(visits, -1).astype(jnp.int32)
+    # Most visited; ties (common with few simulations) go to the higher Q,
+    # then at random: the lowest index would favour one side's back pieces.
+    root = jnp.zeros(state.current_player.shape, jnp.int32)
+    q = tree.qvalues(root)  # in [-1, 1], the root mover's view
+    noise = jax.random.uniform(k_tie, q.shape)
+    score = 4.0 * tree.children_visits[:, 0] + (q + 1.0) + 1e-3 * noise
+    return jnp.argmax(jnp.where(state.legal_action_mask, score, -jnp.inf),
+                      -1).astype(jnp.int32)
 
   return policy
 

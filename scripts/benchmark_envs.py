@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +30,7 @@ from envs.testing import batched_random_action
 OPENSPIEL_PEERS: Dict[str, List[Tuple[str, str]]] = {
     "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
     "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
+    "breakthrough": [("OpenSpiel breakthrough 5x5", "breakthrough(rows=5,columns=5)")],
 }
 
 
@@ -131,6 +132,12 @@ def gymnax_catch_rate(batch: int, num_steps: int, repeats: int) -> float:
   return statistics.median(rates)
 
 
+# Extra rows at non-default parameters, printed when their game is run:
+# label -> (registered name, params, OpenSpiel peer game string or None).
+VARIANTS: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
+    "breakthrough 8x8": ("breakthrough", {"rows": 8, "columns": 8}, "breakthrough"),
+}
+
 # name -> [(label, fn(batch, num_steps, repeats) -> steps/s)] : JAX peers.
 JAX_PEERS: Dict[str, List[Tuple[str, Callable[[int, int, int], float]]]] = {
     "catch": [("gymnax Catch-bsuite", gymnax_catch_rate)],
@@ -155,25 +162,29 @@ def main() -> None:
 
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
         f"median of {args.repeats} runs; env steps/s (decision steps)\n")
-  header = f"{'game':<14}{'implementation':<40}{'batch':>7}{'steps/s':>14}{'ratio':>9}"
+  header = f"{'game':<18}{'implementation':<40}{'batch':>7}{'steps/s':>14}{'ratio':>9}"
   print(header)
   print("-" * len(header))
-  for name in names:
-    env = envs.make(name)
+  rows = [(name, name, {}, OPENSPIEL_PEERS.get(name, []), JAX_PEERS.get(name, []))
+          for name in names]
+  rows += [(label, name, params, [(f"OpenSpiel {label}", peer)] if peer else [], [])
+           for label, (name, params, peer) in VARIANTS.items() if name in names]
+  for row_label, name, params, os_peers, jax_peers in rows:
+    env = envs.make(name, **params)
     peer_rates = []
-    for label, game_string in OPENSPIEL_PEERS.get(name, []):
+    for label, game_string in os_peers:
       peer_rates.append((label, 1, openspiel_rate(game_string, args.peer_steps, args.repeats)))
-    for label, fn in JAX_PEERS.get(name, []):
+    for label, fn in jax_peers:
       for b in args.batch:
         peer_rates.append((label, b, fn(b, args.steps, args.repeats)))
     base = peer_rates[0][2] if peer_rates else None
     for b in args.batch:
       rate = ours(env, b, args.steps, args.repeats)
       ratio = f"{rate / base:8.1f}x" if base else "       -"
-      print(f"{name:<14}{'anakin-mz envs (jit+vmap)':<40}{b:>7}{rate:>14,.0f}{ratio}")
+      print(f"{row_label:<18}{'anakin-mz envs (jit+vmap)':<40}{b:>7}{rate:>14,.0f}{ratio}")
     for label, b, rate in peer_rates:
       ratio = f"{rate / base:8.1f}x" if base else "       -"
-      print(f"{'':<14}{label:<40}{b:>7}{rate:>14,.0f}{ratio}")
+      print(f"{'':<18}{label:<40}{b:>7}{rate:>14,.0f}{ratio}")
   print("\nratio: steps/s relative to the first peer row of the game "
         "(OpenSpiel, batch 1, Python loop).")
 
