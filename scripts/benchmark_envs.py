@@ -31,6 +31,7 @@ OPENSPIEL_PEERS: Dict[str, List[Tuple[str, str]]] = {
     "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
     "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
     "breakthrough": [("OpenSpiel breakthrough 5x5", "breakthrough(rows=5,columns=5)")],
+    "einstein": [("OpenSpiel einstein_wurfelt_nicht", "einstein_wurfelt_nicht")],
 }
 
 
