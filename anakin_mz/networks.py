@@ -1,0 +1,407 @@
+"""The NDMZ model: representation h, dynamics g and prediction f (flax.linen).
+
+    h(observation)          -> latent s^0
+    g(s^{k-1}, a)           -> latent s^k, reward r^k, identity logits i^k
+    f(s^k)                  -> choice-policy logits p^k, chance logits c^k, value v^k
+
+`a` is a *unified* action (`anakin_mz.types`): player action `a` is `a`,
+chance outcome `c` is `num_actions + c`; g sees it one-hot over
+`num_actions + num_chance_outcomes`. The identity head has `num_players + 2`
+classes (relative players, chance, terminal). Values and rewards are from the
+root mover's point of view.
+
+Two bodies share this interface:
+* "mlp" (default, the NDMZ paper 4.2): every function is a dense net with the
+  `hidden` layers (256, 256), SELU and LeCun-normal init; observations are
+  flattened, so any observation shape works.
+* "resnet" (MooZi 5.1.2): 3x3 residual conv blocks on `[H, W, C]` planes, the
+  action as one-hot planes. LayerNorm stands in for BatchNorm, so params are a
+  plain pytree with no batch statistics (nothing to thread through jit/pmap).
+
+The latent is min-max scaled to [0, 1] per sample (MuZero appendix G) unless
+`normalize_latent=False` (the NDMZ paper did not scale it).
+
+Value and reward heads are one scalar ("scalar") or logits over the support
+`[-S, S]` of `h(x)` ("categorical", `anakin_mz.value_transform`). `Network.root`
+and `Network.recurrent` always return scalars; `Network.unroll` returns logits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Dict, Sequence, Tuple
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+import envs
+from anakin_mz import value_transform
+from anakin_mz.types import ModelOutput, Params
+
+KINDS = ("mlp", "resnet")
+VALUE_HEADS = ("scalar", "categorical")
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+  """Architecture of h, g and f (hashable: usable as a static jit argument).
+
+  Attributes:
+    kind: "mlp" (paper: dense, SELU, LeCun normal) or "resnet" (conv blocks).
+    hidden: hidden layer widths of every MLP (h, g and f each get these).
+    latent_dim: size of the MLP latent.
+    channels: conv channels of the resnet latent.
+    repr_blocks, dynamics_blocks, prediction_blocks: residual blocks in h, g, f.
+    head_hidden: width of the dense layer in each resnet head.
+    value_head: "scalar" or "categorical" (value and reward alike).
+    support_size: S, the categorical support is the integers [-S, S].
+    normalize_latent: min-max scale each latent to [0, 1].
+    dynamics_grad_scale: gradient factor entering each dynamics step in
+      `unroll` (MuZero: 0.5).
+  """
+  kind: str = "mlp"
+  hidden: Tuple[int, ...] = (256, 256)
+  latent_dim: int = 256
+  channels: int = 32
+  repr_blocks: int = 2
+  dynamics_blocks: int = 2
+  prediction_blocks: int = 1
+  head_hidden: int = 64
+  value_head: str = "scalar"
+  support_size: int = 10
+  normalize_latent: bool = True
+  dynamics_grad_scale: float = 0.5
+
+  def __post_init__(self):
+    object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+    if self.kind not in KINDS:
+      raise ValueError(f"network kind must be one of {KINDS}, got {self.kind!r}")
+    if self.value_head not in VALUE_HEADS:
+      raise ValueError(f"value_head must be one of {VALUE_HEADS}, "
+                       f"got {self.value_head!r}")
+    for name in ("latent_dim", "channels", "head_hidden", "support_size"):
+      if int(getattr(self, name)) < 1:
+        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+    for name in ("repr_blocks", "dynamics_blocks", "prediction_blocks"):
+      if int(getattr(self, name)) < 0:
+        raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+    if any(h < 1 for h in self.hidden):
+      raise ValueError(f"hidden widths must be >= 1, got {self.hidden}")
+    if not 0.0 <= self.dynamics_grad_scale <= 1.0:
+      raise ValueError("dynamics_grad_scale must be in [0, 1], got "
+                       f"{self.dynamics_grad_scale}")
+
+  @property
+  def value_size(self) -> int:
+    """V: outputs of the value and reward heads (1, or 2S+1)."""
+    return 1 if self.value_head == "scalar" else 2 * self.support_size + 1
+
+
+def scale_gradient(x: chex.Array, scale: float) -> chex.Array:
+  """Identity forward; multiplies the gradient by `scale` backward."""
+  return x * scale + jax.lax.stop_gradient(x) * (1.0 - scale)
+
+
+def _min_max(x: chex.Array) -> chex.Array:
+  """Scales each sample (leading axis) to [0, 1] over all its features."""
+  axes = tuple(range(1, x.ndim))
+  lo = jnp.min(x, axis=axes, keepdims=True)
+  hi = jnp.max(x, axis=axes, keepdims=True)
+  return (x - lo) / (hi - lo + 1e-8)
+
+
+# ------------------------------------------------------------------ MLP body
+
+class _MLP(nn.Module):
+  """Dense layers with SELU and LeCun-normal init."""
+  features: Sequence[int]
+
+  @nn.compact
+  def __call__(self, x):
+    for width in self.features:
+      x = nn.selu(nn.Dense(width, kernel_init=nn.initializers.lecun_normal())(x))
+    return x
+
+
+def _dense(n: int) -> nn.Dense:
+  return nn.Dense(n, kernel_init=nn.initializers.lecun_normal())
+
+
+class _MLPRepresentation(nn.Module):
+  config: NetworkConfig
+
+  @nn.compact
+  def __call__(self, obs):
+    x = obs.reshape((obs.shape[0], -1))
+    x = _dense(self.config.latent_dim)(_MLP(self.config.hidden)(x))
+    return _min_max(x) if self.config.normalize_latent else x
+
+
+class _MLPDynamics(nn.Module):
+  config: NetworkConfig
+  num_unified: int
+  num_identity: int
+
+  @nn.compact
+  def __call__(self, latent, action):
+    a = jax.nn.one_hot(action, self.num_unified, dtype=latent.dtype)
+    x = _MLP(self.config.hidden)(jnp.concatenate([latent, a], axis=-1))
+    nxt = _dense(self.config.latent_dim)(x)
+    if self.config.normalize_latent:
+      nxt = _min_max(nxt)
+    reward = _dense(self.config.value_size)(x)
+    identity = _dense(self.num_identity)(x)
+    return nxt, reward, identity
+
+
+class _MLPPrediction(nn.Module):
+  config: NetworkConfig
+  num_actions: int
+  num_chance: int
+
+  @nn.compact
+  def __call__(self, latent):
+    x = _MLP(self.config.hidden)(latent)
+    return (_dense(self.num_actions)(x), _dense(self.num_chance)(x),
+            _dense(self.config.value_size)(x))
+
+
+# --------------------------------------------------------------- resnet body
+
+class _ResBlock(nn.Module):
+  """conv3x3-norm-relu-conv3x3-norm, + input, relu (MooZi 5.1.2)."""
+  channels: int
+
+  @nn.compact
+  def __call__(self, x):
+    y = nn.Conv(self.channels, (3, 3), padding="SAME")(x)
+    y = nn.relu(nn.LayerNorm()(y))
+    y = nn.Conv(self.channels, (3, 3), padding="SAME")(y)
+    y = nn.LayerNorm()(y)
+    return nn.relu(x + y)
+
+
+class _Head(nn.Module):
+  """flatten -> dense -> norm -> relu -> dense."""
+  hidden: int
+  out: int
+
+  @nn.compact
+  def __call__(self, x):
+    x = x.reshape((x.shape[0], -1))
+    x = nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x)))
+    return nn.Dense(self.out)(x)
+
+
+class _ResRepresentation(nn.Module):
+  config: NetworkConfig
+
+  @nn.compact
+  def __call__(self, obs):
+    x = nn.Conv(self.config.channels, (3, 3), padding="SAME")(obs)
+    for _ in range(self.config.repr_blocks):
+      x = _ResBlock(self.config.channels)(x)
+    return _min_max(x) if self.config.normalize_latent else x
+
+
+class _ResDynamics(nn.Module):
+  config: NetworkConfig
+  num_unified: int
+  num_identity: int
+
+  @nn.compact
+  def __call__(self, latent, action):
+    a = jax.nn.one_hot(action, self.num_unified, dtype=latent.dtype)
+    planes = jnp.broadcast_to(a[:, None, None, :],
+                              latent.shape[:3] + (self.num_unified,))
+    x = nn.Conv(self.config.channels, (3, 3), padding="SAME")(
+        jnp.concatenate([latent, planes], axis=-1))
+    for _ in range(self.config.dynamics_blocks):
+      x = _ResBlock(self.config.channels)(x)
+    nxt = _min_max(x) if self.config.normalize_latent else x
+    reward = _Head(self.config.head_hidden, self.config.value_size)(x)
+    identity = _Head(self.config.head_hidden, self.num_identity)(x)
+    return nxt, reward, identity
+
+
+class _ResPrediction(nn.Module):
+  config: NetworkConfig
+  num_actions: int
+  num_chance: int
+
+  @nn.compact
+  def __call__(self, latent):
+    x = latent
+    for _ in range(self.config.prediction_blocks):
+      x = _ResBlock(self.config.channels)(x)
+    hid = self.config.head_hidden
+    return (_Head(hid, self.num_actions)(x), _Head(hid, self.num_chance)(x),
+            _Head(hid, self.config.value_size)(x))
+
+
+# ------------------------------------------------------------------ Network
+
+def _fill_params(shapes: Params, key: chex.PRNGKey) -> Params:
+  """Params with the structure of `shapes` (ShapeDtypeStructs): "kernel"
+  leaves LeCun normal, "scale" leaves 1, everything else 0."""
+  leaves, treedef = jax.tree_util.tree_flatten_with_path(shapes)
+  names = [str(getattr(path[-1], "key", path[-1])) for path, _ in leaves]
+  sizes = [math.prod(leaf.shape) if name == "kernel" else 0
+           for name, (_, leaf) in zip(names, leaves)]
+  noise = jax.random.normal(key, (max(sum(sizes), 1),), jnp.float32)
+  out, start = [], 0
+  for name, size, (_, leaf) in zip(names, sizes, leaves):
+    if name == "kernel":
+      fan_in = math.prod(leaf.shape[:-1])
+      out.append(noise[start:start + size].reshape(leaf.shape)
+                 / math.sqrt(fan_in))
+      start += size
+    elif name == "scale":
+      out.append(jnp.ones(leaf.shape, leaf.dtype))
+    else:
+      out.append(jnp.zeros(leaf.shape, leaf.dtype))
+  return jax.tree_util.tree_unflatten(treedef, out)
+
+
+class Network:
+  """h, g and f for one env. Params: `{"h": ..., "g": ..., "f": ...}`.
+
+  All methods are pure and jittable in `params` and the arrays; the network
+  object itself is static (close over it, or pass it as a static argument).
+  """
+
+  def __init__(self, env: envs.Env, config: NetworkConfig = NetworkConfig()):
+    if not isinstance(config, NetworkConfig):
+      raise ValueError(f"config must be a NetworkConfig, got {type(config).__name__}")
+    self.config = config
+    self.num_players = env.num_players
+    self.num_actions = env.num_actions
+    self.num_chance_outcomes = env.num_chance_outcomes
+    self.num_unified = self.num_actions + self.num_chance_outcomes
+    self.num_identity = self.num_players + 2
+    self.observation_shape = tuple(env.observation_shape)
+    self._input_shape = self.observation_shape
+    if config.kind == "mlp":
+      self._h = _MLPRepresentation(config)
+      self._g = _MLPDynamics(config, self.num_unified, self.num_identity)
+      self._f = _MLPPrediction(config, self.num_actions, self.num_chance_outcomes)
+    else:
+      if len(self.observation_shape) == 2:
+        self._input_shape = self.observation_shape + (1,)
+      elif len(self.observation_shape) != 3:
+        raise ValueError(
+            f"resnet needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
+            f"has shape {self.observation_shape}. Use kind='mlp'.")
+      self._h = _ResRepresentation(config)
+      self._g = _ResDynamics(config, self.num_unified, self.num_identity)
+      self._f = _ResPrediction(config, self.num_actions, self.num_chance_outcomes)
+
+  # Pieces.
+  def init(self, key: chex.PRNGKey) -> Params:
+    """Fresh parameters for PRNG `key`: kernels LeCun normal (normal with
+    variance 1/fan_in, as in the SELU paper), biases 0, norm scales 1.
+
+    Flax's own init draws one random tensor per layer; each draw costs XLA
+    ~0.2 s of compile on CPU, so we take the shapes from flax and fill all
+    kernels from a single normal draw.
+    """
+    shapes = jax.eval_shape(self._flax_init, jax.random.PRNGKey(0))
+    return jax.jit(lambda k: _fill_params(shapes, k))(key)
+
+  def _flax_init(self, key: chex.PRNGKey) -> Params:
+    kh, kg, kf = jax.random.split(key, 3)
+    obs = jnp.zeros((1,) + self.observation_shape, jnp.float32)
+    h = self._h.init(kh, self._prepare(obs))
+    latent = self._h.apply(h, self._prepare(obs))
+    g = self._g.init(kg, latent, jnp.zeros((1,), jnp.int32))
+    f = self._f.init(kf, latent)
+    return {"h": h, "g": g, "f": f}
+
+  def _prepare(self, observation: chex.Array) -> chex.Array:
+    observation = jnp.asarray(observation, jnp.float32)
+    return observation.reshape(observation.shape[:1] + self._input_shape)
+
+  def represent(self, params: Params, observation: chex.Array) -> chex.Array:
+    """h: `[B, *obs]` -> latent `[B, ...]`."""
+    return self._h.apply(params["h"], self._prepare(observation))
+
+  def dynamics(self, params: Params, embedding: chex.Array, action: chex.Array):
+    """g: latent `[B, ...]`, unified action `[B]` -> (latent, reward logits
+    `[B, V]`, identity logits `[B, P+2]`)."""
+    return self._g.apply(params["g"], embedding, action.astype(jnp.int32))
+
+  def predict(self, params: Params, embedding: chex.Array):
+    """f: latent `[B, ...]` -> (policy logits `[B, A]`, chance logits `[B, C]`,
+    value logits `[B, V]`)."""
+    return self._f.apply(params["f"], embedding)
+
+  def to_scalar(self, logits: chex.Array) -> chex.Array:
+    """`[..., V]` value/reward head output -> `[...]` scalars."""
+    if self.config.value_head == "scalar":
+      return logits[..., 0]
+    return value_transform.logits_to_scalar(logits, self.config.support_size)
+
+  # Inference for the search.
+  def root(self, params: Params, observation: chex.Array) -> ModelOutput:
+    """h then f on `[B, *obs]`. reward is 0 and identity_logits are 0 (the
+    root is a choice node of relative player 0)."""
+    latent = self.represent(params, observation)
+    policy, chance, value = self.predict(params, latent)
+    batch = policy.shape[0]
+    return ModelOutput(
+        reward=jnp.zeros((batch,), jnp.float32),
+        value=self.to_scalar(value),
+        policy_logits=policy,
+        chance_logits=chance,
+        identity_logits=jnp.zeros((batch, self.num_identity), jnp.float32),
+        embedding=latent)
+
+  def recurrent(self, params: Params, rng_key: chex.PRNGKey, action: chex.Array,
+                embedding: chex.Array) -> ModelOutput:
+    """g then f: a `types.RecurrentFn`. `action` `[B]` unified int32."""
+    del rng_key
+    latent, reward, identity = self.dynamics(params, embedding, action)
+    policy, chance, value = self.predict(params, latent)
+    return ModelOutput(
+        reward=self.to_scalar(reward), value=self.to_scalar(value),
+        policy_logits=policy, chance_logits=chance, identity_logits=identity,
+        embedding=latent)
+
+  # Training.
+  def unroll(self, params: Params, observation: chex.Array,
+             actions: chex.Array) -> Dict[str, chex.Array]:
+    """h, then K steps of g and f along `actions` `[B, K]` (unified).
+
+    The latent's gradient is multiplied by `config.dynamics_grad_scale`
+    (0.5) as it enters every dynamics step, the first one included.
+
+    Returns a dict:
+      value_logits `[B, K+1, V]`, reward_logits `[B, K, V]` (V = 1 for
+      scalar heads), policy_logits `[B, K+1, A]`, chance_logits
+      `[B, K+1, C]`, identity_logits `[B, K, P+2]`.
+    """
+    actions = jnp.asarray(actions, jnp.int32)
+    latent = self.represent(params, observation)
+    policy0, chance0, value0 = self.predict(params, latent)
+    scale = self.config.dynamics_grad_scale
+
+    def step(latent, action):
+      latent, reward, identity = self.dynamics(
+          params, scale_gradient(latent, scale), action)
+      policy, chance, value = self.predict(params, latent)
+      return latent, (reward, identity, policy, chance, value)
+
+    _, (reward, identity, policy, chance, value) = jax.lax.scan(
+        step, latent, jnp.swapaxes(actions, 0, 1))
+    first = lambda x0, xs: jnp.concatenate(
+        [x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
+    return {
+        "value_logits": first(value0, value),
+        "reward_logits": jnp.swapaxes(reward, 0, 1),
+        "policy_logits": first(policy0, policy),
+        "chance_logits": first(chance0, chance),
+        "identity_logits": jnp.swapaxes(identity, 0, 1),
+    }
