@@ -1,0 +1,367 @@
+"""On-device replay: a pure-JAX ring buffer of self-play steps, and the
+K-step training targets of NDMZ (eq. 1) sampled from it.
+
+Why not flashbax (0.1.3, checked): its trajectory buffer is batch-major and
+samples fixed-length windows uniformly over all start times. We need starts
+at decision steps only, targets that stop at the episode's end (absorbing
+past it), Monte-Carlo returns that look to the episode's end however far it
+is, bootstrapping at truncation and at the write head, and a point of view
+that depends on the start's mover. That is target making over the whole lane,
+not windowing, so flashbax would only store arrays for us; this module does
+that in a few lines and keeps every index rule in one place.
+
+Layout: `BufferState.data` is a `Transition` with leading axes `[L, B]`
+(time-major, one column per self-play lane, L = capacity in time steps). All
+lanes are written together, one chunk `[T, B]` at a time; `write` is the next
+slot and `count` the number of written steps, so the logical time order is
+`(write - count) % L, ...` up to `write - 1`.
+
+Targets (see `sample`), all from the point of view of the player to move at
+the start step t (the "root mover", `anakin_mz.types`):
+
+* value z_{t+k}: the discounted sum of rewards from t+k to the episode's end
+  (`td_steps=0`, the default), or the n-step return bootstrapped from the
+  search value of the first decision step at or after t+k+n. Where the data
+  stops before the episode ends -- truncation (the env gives no value there)
+  or the write head (the game goes on) -- the tail is replaced by the search
+  value of the last decision step before the stop.
+* reward u_{t+k}, identity of the next mover (relative player, chance or
+  terminal), choice policy (search visits, masked off-turn) and chance policy
+  (the game's probabilities, masked at decision steps).
+* past the end of the episode: identity terminal, reward 0, value 0, both
+  policy masks off, and a uniformly random unified action is fed to g.
+
+A start t is sampled only if it is a valid decision step and the K steps after
+it are known: the episode ends within them, or t+K is written in the same
+lane. So no sample reads across the write head or into unwritten slots.
+"""
+
+from __future__ import annotations
+
+import types
+
+import chex
+import jax
+import jax.numpy as jnp
+
+import envs
+from envs.core import CHANCE, PAYOFF_KINDS
+from anakin_mz.types import relative_identity, terminal_identity
+
+
+@chex.dataclass(frozen=True)
+class Transition:
+  """One env transition (self-play produces `[T, B]` of these).
+
+  Attributes:
+    observation: float32 `[*obs]`, the mover's view at decision steps.
+    player: int32 `[]`, `current_player` at this step (>= 0 or `CHANCE`).
+    action: int32 `[]`, the unified action taken (a, or A + chance outcome).
+    rewards: float32 `[P]`, the rewards of this transition per absolute player.
+    search_policy: float32 `[A]`, root visit distribution (0 at chance steps).
+    search_value: float32 `[]`, root search value from `player`'s view (0 at
+      chance steps).
+    chance_probs: float32 `[C]`, the game's chance probabilities (0 at
+      decision steps).
+    next_player: int32 `[]`, `current_player` after the transition
+      (`TERMINAL` if it ended the game).
+    done: bool `[]`, the episode ended with this transition.
+    truncated: bool `[]`, ... by truncation (the value is bootstrapped).
+    valid: bool `[]`, False for padding steps (never sampled nor read).
+  """
+  observation: chex.Array
+  player: chex.Array
+  action: chex.Array
+  rewards: chex.Array
+  search_policy: chex.Array
+  search_value: chex.Array
+  chance_probs: chex.Array
+  next_player: chex.Array
+  done: chex.Array
+  truncated: chex.Array
+  valid: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class Batch:
+  """N training samples of K unroll steps; targets from the start mover's view.
+
+  Attributes:
+    observation: `[N, *obs]` at the start step.
+    actions: int32 `[N, K]` unified actions fed to g (random past the end).
+    target_value: `[N, K+1]`.
+    target_reward: `[N, K]`, reward of action k.
+    target_policy: `[N, K+1, A]` search visits; policy_mask `[N, K+1]` bool.
+    target_chance: `[N, K+1, C]` chance probs; chance_mask `[N, K+1]` bool.
+    target_identity: int32 `[N, K]`, identity class of the state reached by
+      action k (`types.relative_identity`; terminal past the end).
+  """
+  observation: chex.Array
+  actions: chex.Array
+  target_value: chex.Array
+  target_reward: chex.Array
+  target_policy: chex.Array
+  policy_mask: chex.Array
+  target_chance: chex.Array
+  chance_mask: chex.Array
+  target_identity: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class BufferState:
+  """data: `Transition` `[L, B, ...]`; write: int32 next slot; count: int32
+  written steps (<= L); added: int32 steps ever added (per lane)."""
+  data: Transition
+  write: chex.Array
+  count: chex.Array
+  added: chex.Array
+
+  @property
+  def capacity(self) -> int:
+    return self.data.player.shape[0]
+
+  @property
+  def num_lanes(self) -> int:
+    return self.data.player.shape[1]
+
+
+def example_transition(env: envs.Env) -> Transition:
+  """An all-zero, unbatched `Transition` with `env`'s shapes and dtypes."""
+  f32, i32 = jnp.float32, jnp.int32
+  return Transition(
+      observation=jnp.zeros(env.observation_shape, f32),
+      player=jnp.zeros((), i32), action=jnp.zeros((), i32),
+      rewards=jnp.zeros((env.num_players,), f32),
+      search_policy=jnp.zeros((env.num_actions,), f32),
+      search_value=jnp.zeros((), f32),
+      chance_probs=jnp.zeros((env.num_chance_outcomes,), f32),
+      next_player=jnp.zeros((), i32),
+      done=jnp.zeros((), jnp.bool_), truncated=jnp.zeros((), jnp.bool_),
+      valid=jnp.zeros((), jnp.bool_))
+
+
+def init_buffer(example: Transition, capacity_steps: int,
+                num_lanes: int) -> BufferState:
+  """An empty buffer of `capacity_steps` x `num_lanes` steps shaped like
+  `example` (one unbatched `Transition`)."""
+  if capacity_steps < 1 or num_lanes < 1:
+    raise ValueError("capacity_steps and num_lanes must be >= 1, got "
+                     f"{capacity_steps} and {num_lanes}")
+  data = jax.tree.map(
+      lambda x: jnp.zeros((capacity_steps, num_lanes) + jnp.shape(x),
+                          jnp.asarray(x).dtype), example)
+  zero = jnp.zeros((), jnp.int32)
+  return BufferState(data=data, write=zero, count=zero, added=zero)
+
+
+def add(buffer: BufferState, chunk: Transition) -> BufferState:
+  """Writes `chunk` (`Transition` `[T, B, ...]`, T <= L) after the newest
+  step, overwriting the oldest ones once the buffer is full."""
+  cap = buffer.capacity
+  t = chunk.player.shape[0]
+  if t > cap:
+    raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")
+  if chunk.player.shape[1:] != (buffer.num_lanes,):
+    raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer "
+                     f"has {buffer.num_lanes}")
+  slots = (buffer.write + jnp.arange(t)) % cap
+  data = jax.tree.map(lambda d, c: d.at[slots].set(c.astype(d.dtype)),
+                      buffer.data, chunk)
+  return BufferState(data=data, write=(buffer.write + t) % cap,
+                     count=jnp.minimum(buffer.count + t, cap),
+                     added=buffer.added + t)
+
+
+# ------------------------------------------------------- whole-buffer targets
+
+def _check(num_players: int, payoff: str, td_steps: int, discount: float):
+  if payoff not in PAYOFF_KINDS:
+    raise ValueError(f"payoff must be one of {PAYOFF_KINDS}, got {payoff!r}")
+  if payoff == "zero_sum" and num_players != 2:
+    raise ValueError("zero_sum targets need num_players == 2 (one scalar value "
+                     f"per view), got {num_players}")
+  if td_steps < 0:
+    raise ValueError(f"td_steps must be >= 0 (0: Monte-Carlo), got {td_steps}")
+  if not 0.0 < discount <= 1.0:
+    raise ValueError(f"discount must be in (0, 1], got {discount}")
+
+
+_SMALL_FIELDS = ("player", "action", "rewards", "search_value", "next_player",
+                 "done", "truncated", "valid")
+
+
+def _rev_cummin(x: chex.Array) -> chex.Array:
+  return jax.lax.cummin(x, axis=0, reverse=True)
+
+
+class _Lanes:
+  """Per-step facts in logical time order, `[L, B]` (valid steps only)."""
+
+  def __init__(self, buffer: BufferState, k: int):
+    cap = buffer.capacity
+    oldest = (buffer.write - buffer.count) % cap
+    self.phys = (oldest + jnp.arange(cap)) % cap            # logical -> slot
+    d = types.SimpleNamespace(**{
+        f: getattr(buffer.data, f)[self.phys] for f in _SMALL_FIELDS})
+    self.d = d
+    written = (jnp.arange(cap) < buffer.count)[:, None]
+    self.valid = written & d.valid
+    self.dec = self.valid & (d.player >= 0)
+    self.done = self.valid & d.done
+    self.term = self.done & ~d.truncated
+    valid_next = jnp.concatenate(
+        [self.valid[1:], jnp.zeros_like(self.valid[:1])], axis=0)
+    stop = self.valid & ~self.done & ~valid_next            # data ends here
+    self.idx = jnp.broadcast_to(jnp.arange(cap)[:, None], self.valid.shape)
+    big = jnp.int32(cap)
+    # end[i]: last step of i's segment (its episode, or its data if cut off).
+    self.end = _rev_cummin(jnp.where(self.done | stop, self.idx, big))
+    end_c = jnp.minimum(self.end, cap - 1)
+    self.done_at_end = jnp.take_along_axis(self.done, end_c, axis=0)
+    term_at_end = jnp.take_along_axis(self.term, end_c, axis=0)
+    self.next_dec = _rev_cummin(jnp.where(self.dec, self.idx, big))
+    dec_after = jnp.concatenate(
+        [self.next_dec[1:], jnp.full_like(self.next_dec[:1], big)], axis=0)
+    # The last decision step of a segment that stops without a terminal:
+    # its search value stands in for the unknown rest of the episode.
+    self.cut = self.dec & (dec_after > self.end) & ~term_at_end
+    self.start_ok = self.dec & (self.done_at_end | (self.idx + k <= self.end))
+
+
+def _values_by_player(values: chex.Array, player: chex.Array, num_players: int,
+                      payoff: str) -> chex.Array:
+  """`[...]` values from `player`'s view -> `[..., P]` from each player's."""
+  if payoff != "zero_sum":
+    return jnp.broadcast_to(values[..., None], values.shape + (num_players,))
+  me = jnp.arange(num_players) == player[..., None]
+  return jnp.where(me, values[..., None], -values[..., None])
+
+
+def _returns(lanes: _Lanes, num_players: int, payoff: str, td_steps: int,
+             discount: float) -> chex.Array:
+  """float32 `[L, B, P]`: the value target of every step, per absolute player."""
+  d = lanes.d
+  boot = _values_by_player(d.search_value, d.player, num_players, payoff)
+  rewards = jnp.where(lanes.valid[..., None], d.rewards, 0.0)
+  # G_i = b_i + a_i G_{i+1}, a linear recurrence solved by a parallel scan.
+  stops = lanes.term | lanes.cut | (lanes.end == lanes.idx) | ~lanes.valid
+  a = jnp.where(stops, 0.0, discount)[..., None]
+  b = jnp.where(lanes.cut[..., None], boot, rewards)
+
+  def compose(later, earlier):
+    a_l, b_l = later
+    a_e, b_e = earlier
+    return a_e * a_l, b_e + a_e * b_l
+
+  _, mc = jax.lax.associative_scan(compose, (a, b), reverse=True, axis=0)
+  if td_steps == 0:
+    return mc
+  # n-step: G^n_j = G_j - d^(b-j) (G_b - V_b), b = first decision >= j + n in
+  # j's segment (else the Monte-Carlo/cut return already stops earlier).
+  cap = lanes.idx.shape[0]
+  target = lanes.idx + td_steps
+  bidx = jnp.where(
+      target < cap,
+      jnp.take_along_axis(lanes.next_dec, jnp.minimum(target, cap - 1), axis=0),
+      cap)
+  ok = bidx <= lanes.end
+  bc = jnp.minimum(bidx, cap - 1)[..., None]
+  tail = (jnp.take_along_axis(mc, bc, axis=0)
+          - jnp.take_along_axis(boot, bc, axis=0))
+  scale = jnp.where(ok, jnp.power(discount, (bidx - lanes.idx)), 0.0)
+  return mc - scale[..., None] * tail
+
+
+def value_targets(buffer: BufferState, *, num_players: int, payoff: str,
+                  td_steps: int = 0, discount: float = 1.0) -> chex.Array:
+  """float32 `[L, B, P]`: the value target of every slot (physical order),
+  from each absolute player's view; 0 at unwritten or invalid slots."""
+  _check(num_players, payoff, td_steps, discount)
+  lanes = _Lanes(buffer, 0)
+  g = _returns(lanes, num_players, payoff, td_steps, discount)
+  g = jnp.where(lanes.valid[..., None], g, 0.0)
+  return jnp.zeros_like(g).at[lanes.phys].set(g)
+
+
+def start_mask(buffer: BufferState, K: int) -> chex.Array:  # pylint: disable=invalid-name
+  """bool `[L, B]` (physical order): the slots `sample` may start from."""
+  lanes = _Lanes(buffer, K)
+  return jnp.zeros_like(lanes.start_ok).at[lanes.phys].set(lanes.start_ok)
+
+
+def can_sample(buffer: BufferState, K: int) -> chex.Array:  # pylint: disable=invalid-name
+  """bool `[]`: some start is valid. `sample` on a buffer without one returns
+  finite garbage, so gate the first updates on this."""
+  return jnp.any(_Lanes(buffer, K).start_ok)
+
+
+# ------------------------------------------------------------------- sample
+
+def sample(buffer: BufferState, key: chex.PRNGKey, batch_size: int, *,
+           K: int, num_players: int, num_actions: int, payoff: str,  # pylint: disable=invalid-name
+           td_steps: int = 0, discount: float = 1.0) -> Batch:
+  """Samples `batch_size` starts uniformly (with replacement) among the valid
+  decision steps and builds their K-step targets (module docstring).
+
+  Args:
+    buffer: the buffer.
+    key: PRNG key.
+    batch_size: N.
+    K: unroll steps.
+    num_players, num_actions, payoff: the env's.
+    td_steps: 0 for the game outcome (Monte-Carlo), n > 0 for n-step returns.
+    discount: per transition (1 for board games).
+
+  Returns:
+    a `Batch` (shapes there).
+  """
+  _check(num_players, payoff, td_steps, discount)
+  if K < 0 or batch_size < 1:
+    raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
+  cap, lanes_n = buffer.capacity, buffer.num_lanes
+  num_chance = buffer.data.chance_probs.shape[-1]
+  lanes = _Lanes(buffer, K)
+  values = _returns(lanes, num_players, payoff, td_steps, discount)
+
+  k_start, k_act = jax.random.split(key)
+  ok = lanes.start_ok.reshape(-1).astype(jnp.float32)
+  total = jnp.sum(ok)
+  probs = jnp.where(total > 0, ok / jnp.maximum(total, 1.0), 1.0 / ok.size)
+  flat = jax.random.choice(k_start, ok.size, (batch_size,), p=probs)
+  i, lane = flat // lanes_n, flat % lanes_n                   # logical time, lane
+
+  pos = i[:, None] + jnp.arange(K + 1)                        # [N, K+1]
+  alive = pos <= lanes.end[i, lane][:, None]
+  pos = jnp.minimum(pos, cap - 1)
+  lane_k = lane[:, None]
+  slot = lanes.phys[pos]
+  d = lanes.d
+  root = d.player[i, lane]                                    # [N], >= 0
+  root_k = root[:, None]
+
+  data = buffer.data
+  random_actions = jax.random.randint(k_act, (batch_size, K), 0,
+                                      num_actions + num_chance)
+  actions = jnp.where(alive[:, :K], d.action[pos[:, :K], lane_k],
+                      random_actions).astype(jnp.int32)
+  rewards = jnp.take_along_axis(d.rewards[pos[:, :K], lane_k],
+                                root_k[..., None], axis=-1)[..., 0]
+  identity = relative_identity(d.next_player[pos[:, :K], lane_k], root_k,
+                               num_players)
+  value = jnp.take_along_axis(values[pos, lane_k], root_k[..., None],
+                              axis=-1)[..., 0]
+  policy_mask = alive & lanes.dec[pos, lane_k]
+  chance_mask = alive & lanes.valid[pos, lane_k] & (d.player[pos, lane_k] == CHANCE)
+  policy = data.search_policy[slot, lane_k]
+  chance = data.chance_probs[slot, lane_k]
+  return Batch(
+      observation=data.observation[lanes.phys[i], lane],
+      actions=actions,
+      target_value=jnp.where(alive, value, 0.0),
+      target_reward=jnp.where(alive[:, :K], rewards, 0.0),
+      target_policy=jnp.where(policy_mask[..., None], policy, 0.0),
+      policy_mask=policy_mask,
+      target_chance=jnp.where(chance_mask[..., None], chance, 0.0),
+      chance_mask=chance_mask,
+      target_identity=jnp.where(alive[:, :K], identity,
+                                terminal_identity(num_players)).astype(jnp.int32))

@@ -1,0 +1,299 @@
+"""Tests for anakin_mz.replay on hand-built lanes with hand-computed targets:
+starts at decision steps only, absorbing targets past the end, MC and n-step
+values, bootstrapping at truncation and at the write head, points of view
+(zero-sum flips, collaborative does not), ring wrap-around."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from anakin_mz import replay
+from envs import CHANCE, TERMINAL
+
+A, C = 3, 2          # player actions, chance outcomes
+N = 48               # samples per call
+
+
+def _step(player, action=0, r=0.0, sv=0.0, nxt=0, done=False, trunc=False,
+          valid=True):
+  return dict(player=player, action=action, r=r, sv=sv, nxt=nxt, done=done,
+              trunc=trunc, valid=valid)
+
+
+def _chunk(lanes, num_players, first_id=0):
+  """Transition [T, B] from per-lane lists of steps. observation = [id] with
+  id = 100 * lane + time, to find the start of a sample again."""
+  t_len = len(lanes[0])
+  def field(fn, dtype):
+    return jnp.asarray(np.array([[fn(b, t, lanes[b][t]) for b in range(len(lanes))]
+                                 for t in range(t_len)], dtype))
+  def rewards(b, t, s):
+    r = s["r"]
+    return list(r) if isinstance(r, (list, tuple)) else [r] * num_players
+  return replay.Transition(
+      observation=field(lambda b, t, s: [100 * b + t + first_id], np.float32),
+      player=field(lambda b, t, s: s["player"], np.int32),
+      action=field(lambda b, t, s: s["action"], np.int32),
+      rewards=field(rewards, np.float32),
+      search_policy=field(lambda b, t, s: _policy(t + first_id)
+                          if s["player"] >= 0 else [0.0] * A, np.float32),
+      search_value=field(lambda b, t, s: s["sv"], np.float32),
+      chance_probs=field(lambda b, t, s: _probs(t + first_id)
+                         if s["player"] == CHANCE else [0.0] * C, np.float32),
+      next_player=field(lambda b, t, s: s["nxt"], np.int32),
+      done=field(lambda b, t, s: s["done"], bool),
+      truncated=field(lambda b, t, s: s["trunc"], bool),
+      valid=field(lambda b, t, s: s["valid"], bool))
+
+
+def _policy(t):
+  return list(np.roll([0.6, 0.3, 0.1], t))
+
+
+def _probs(t):
+  return list(np.roll([0.75, 0.25], t))
+
+
+def _buffer(lanes, num_players, capacity):
+  example = jax.tree.map(lambda x: x[0, 0], _chunk(lanes, num_players))
+  buf = replay.init_buffer(example, capacity, len(lanes))
+  return replay.add(buf, _chunk(lanes, num_players))
+
+
+def _sample(buf, k, num_players, payoff, td_steps=0, discount=1.0, seed=0):
+  fn = jax.jit(replay.sample, static_argnums=(2,), static_argnames=(
+      "K", "num_players", "num_actions", "payoff", "td_steps", "discount"))
+  return jax.device_get(fn(buf, jax.random.PRNGKey(seed), N, K=k,
+                           num_players=num_players, num_actions=A,
+                           payoff=payoff, td_steps=td_steps, discount=discount))
+
+
+def _check(batch, expected, k):
+  """Every sample matches the expected targets of its start (by id)."""
+  starts = batch.observation[:, 0].astype(int)
+  assert set(starts) <= set(expected), f"bad starts {set(starts) - set(expected)}"
+  for n, s in enumerate(starts):
+    e = expected[s]
+    alive = np.array(e["policy_mask"]) | np.array(e["chance_mask"])
+    np.testing.assert_allclose(batch.target_value[n], e["value"], atol=1e-6,
+                               err_msg=f"value from {s}")
+    np.testing.assert_allclose(batch.target_reward[n], e["reward"], atol=1e-6,
+                               err_msg=f"reward from {s}")
+    np.testing.assert_array_equal(batch.target_identity[n], e["identity"],
+                                  err_msg=f"identity from {s}")
+    np.testing.assert_array_equal(batch.policy_mask[n], e["policy_mask"])
+    np.testing.assert_array_equal(batch.chance_mask[n], e["chance_mask"])
+    known = np.array(e["actions"]) >= 0
+    np.testing.assert_array_equal(batch.actions[n][known],
+                                  np.array(e["actions"])[known])
+    assert np.all((batch.actions[n] >= 0) & (batch.actions[n] < A + C))
+    for j in range(k + 1):
+      t = s % 100 + j
+      want_p = _policy(t) if e["policy_mask"][j] else [0.0] * A
+      want_c = _probs(t) if e["chance_mask"][j] else [0.0] * C
+      np.testing.assert_allclose(batch.target_policy[n, j], want_p, atol=1e-6)
+      np.testing.assert_allclose(batch.target_chance[n, j], want_c, atol=1e-6)
+    del alive
+
+
+# Single player, Catch-like: chance, then moves. Episode 1 ends at t=2; the
+# second episode is still running at the write head (t=6), slot 7 unwritten.
+SINGLE = [
+    _step(CHANCE, action=A + 1, nxt=0),                     # 0
+    _step(0, action=2, r=0.0, sv=0.5, nxt=0),               # 1
+    _step(0, action=0, r=1.0, sv=0.8, nxt=TERMINAL, done=True),  # 2
+    _step(CHANCE, action=A + 0, nxt=0),                     # 3
+    _step(0, action=1, r=0.5, sv=0.3, nxt=0),               # 4
+    _step(0, action=1, r=0.25, sv=0.6, nxt=0),              # 5
+    _step(0, action=1, r=0.0, sv=0.9, nxt=0),               # 6 (head)
+]
+T_ID = 2  # terminal identity for P = 1
+
+
+def test_single_player_monte_carlo_targets():
+  buf = _buffer([SINGLE], 1, capacity=8)
+  np.testing.assert_array_equal(np.asarray(replay.start_mask(buf, 2))[:, 0],
+                                [0, 1, 1, 0, 1, 0, 0, 0])
+  expected = {
+      1: dict(value=[1, 1, 0], reward=[0, 1], identity=[0, T_ID],
+              actions=[2, 0], policy_mask=[1, 1, 0], chance_mask=[0, 0, 0]),
+      2: dict(value=[1, 0, 0], reward=[1, 0], identity=[T_ID, T_ID],
+              actions=[0, -1], policy_mask=[1, 0, 0], chance_mask=[0, 0, 0]),
+      # The head: the search value 0.9 at t=6 stands in for the rest.
+      4: dict(value=[1.65, 1.15, 0.9], reward=[0.5, 0.25], identity=[0, 0],
+              actions=[1, 1], policy_mask=[1, 1, 1], chance_mask=[0, 0, 0]),
+  }
+  batch = _sample(buf, 2, 1, "single")
+  _check(batch, expected, 2)
+  assert set(batch.observation[:, 0].astype(int)) == {1, 2, 4}
+
+
+def test_single_player_discount_and_td_steps():
+  buf = _buffer([SINGLE], 1, capacity=8)
+  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+                                      discount=0.5))[:, 0, 0]
+  np.testing.assert_allclose(g[:7], [0.25, 0.5, 1, 0.85 / 2, 0.85, 0.7, 0.9],
+                             atol=1e-6)
+  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+                                      td_steps=1))[:, 0, 0]
+  # t: r_t + value of the first decision step >= t+1 in the same episode.
+  np.testing.assert_allclose(g, [0.5, 0.8, 1, 0.3, 1.1, 1.15, 0.9, 0], atol=1e-6)
+  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+                                      td_steps=2, discount=0.5))[:, 0, 0]
+  np.testing.assert_allclose(
+      g, [0.25 * 0.8, 0.5, 1, 0.25 + 0.25 * 0.6, 0.5 + 0.125 + 0.25 * 0.9, 0.7,
+         0.9, 0],
+      atol=1e-6)
+  batch = _sample(buf, 1, 1, "single", td_steps=1)
+  starts = batch.observation[:, 0].astype(int)
+  want = {1: [0.8, 1.0], 2: [1, 0], 4: [1.1, 1.15], 5: [1.15, 0.9]}
+  for n, s in enumerate(starts):
+    np.testing.assert_allclose(batch.target_value[n], want[s], atol=1e-6)
+
+
+def test_truncation_bootstraps_from_the_last_decision():
+  lane = [
+      _step(0, action=0, r=0.1, sv=0.5, nxt=CHANCE),        # 0
+      _step(CHANCE, action=A, r=0.2, nxt=0),                 # 1
+      _step(0, action=2, r=0.3, sv=0.7, nxt=CHANCE),         # 2
+      _step(CHANCE, action=A + 1, r=0.4, nxt=TERMINAL, done=True, trunc=True),
+      _step(0, action=1, r=0.0, sv=0.0, nxt=TERMINAL, done=True),  # 4
+      _step(0, valid=False), _step(0, valid=False),          # padding
+  ]
+  buf = _buffer([lane], 1, capacity=7)
+  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single"))
+  np.testing.assert_allclose(g[:, 0, 0], [0.1 + 0.2 + 0.7, 0.9, 0.7, 0.4, 0, 0, 0],
+                             atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(replay.start_mask(buf, 3))[:, 0],
+                                [1, 0, 1, 0, 1, 0, 0])
+  expected = {
+      0: dict(value=[1.0, 0.9, 0.7, 0.4], reward=[0.1, 0.2, 0.3],
+              identity=[1, 0, 1], actions=[0, A, 2],
+              policy_mask=[1, 0, 1, 0], chance_mask=[0, 1, 0, 1]),
+      2: dict(value=[0.7, 0.4, 0, 0], reward=[0.3, 0.4, 0],
+              identity=[1, T_ID, T_ID], actions=[2, A + 1, -1],
+              policy_mask=[1, 0, 0, 0], chance_mask=[0, 1, 0, 0]),
+      4: dict(value=[0, 0, 0, 0], reward=[0, 0, 0], identity=[T_ID] * 3,
+              actions=[1, -1, -1], policy_mask=[1, 0, 0, 0],
+              chance_mask=[0, 0, 0, 0]),
+  }
+  _check(_sample(buf, 3, 1, "single"), expected, 3)
+
+
+# Two players with a roll between turns. Episode 1: p0, p1, chance, p0 wins.
+# Episode 2 starts with p1 and runs into the write head.
+def _two_player(win):
+  return [
+      _step(0, action=0, sv=0.4, nxt=1),                          # 0
+      _step(1, action=1, sv=0.3, nxt=CHANCE),                     # 1
+      _step(CHANCE, action=A + 0, nxt=0),                         # 2
+      _step(0, action=2, r=win, sv=0.9, nxt=TERMINAL, done=True),  # 3
+      _step(1, action=0, sv=0.2, nxt=0),                          # 4
+      _step(0, action=0, sv=0.7, nxt=1),                          # 5 (head)
+  ]
+
+P2_TERM, P2_CHANCE = 3, 2
+
+
+def test_zero_sum_points_of_view():
+  buf = _buffer([_two_player([1.0, -1.0])], 2, capacity=6)
+  g = np.asarray(replay.value_targets(buf, num_players=2, payoff="zero_sum"))
+  np.testing.assert_allclose(
+      g[:, 0], [[1, -1]] * 4 + [[0.7, -0.7]] * 2, atol=1e-6)
+  expected = {
+      0: dict(value=[1, 1, 1], reward=[0, 0], identity=[1, P2_CHANCE],
+              actions=[0, 1], policy_mask=[1, 1, 0], chance_mask=[0, 0, 1]),
+      1: dict(value=[-1, -1, -1], reward=[0, 0], identity=[P2_CHANCE, 1],
+              actions=[1, A], policy_mask=[1, 0, 1], chance_mask=[0, 1, 0]),
+      3: dict(value=[1, 0, 0], reward=[1, 0], identity=[P2_TERM, P2_TERM],
+              actions=[2, -1], policy_mask=[1, 0, 0], chance_mask=[0, 0, 0]),
+  }
+  _check(_sample(buf, 2, 2, "zero_sum"), expected, 2)
+  # n-step: the bootstrap value is the other player's search value, flipped.
+  g = np.asarray(replay.value_targets(buf, num_players=2, payoff="zero_sum",
+                                      td_steps=1))[:, 0]
+  np.testing.assert_allclose(g[0], [-0.3, 0.3], atol=1e-6)
+  np.testing.assert_allclose(g[1], [0.9, -0.9], atol=1e-6)
+  np.testing.assert_allclose(g[4], [0.7, -0.7], atol=1e-6)
+  batch = _sample(buf, 2, 2, "zero_sum", td_steps=1)
+  for n, s in enumerate(batch.observation[:, 0].astype(int)):
+    want = {0: [-0.3, 0.9, 0.9], 1: [-0.9, -0.9, -1], 3: [1, 0, 0]}[s]
+    np.testing.assert_allclose(batch.target_value[n], want, atol=1e-6)
+
+
+def test_collaborative_does_not_flip():
+  buf = _buffer([_two_player([1.0, 1.0])], 2, capacity=6)
+  batch = _sample(buf, 2, 2, "collaborative", td_steps=1)
+  for n, s in enumerate(batch.observation[:, 0].astype(int)):
+    want = {0: [0.3, 0.9, 0.9], 1: [0.9, 0.9, 1], 3: [1, 0, 0]}[s]
+    np.testing.assert_allclose(batch.target_value[n], want, atol=1e-6)
+  _check(_sample(buf, 2, 2, "collaborative"), {
+      0: dict(value=[1, 1, 1], reward=[0, 0], identity=[1, P2_CHANCE],
+              actions=[0, 1], policy_mask=[1, 1, 0], chance_mask=[0, 0, 1]),
+      1: dict(value=[1, 1, 1], reward=[0, 0], identity=[P2_CHANCE, 1],
+              actions=[1, A], policy_mask=[1, 0, 1], chance_mask=[0, 1, 0]),
+      3: dict(value=[1, 0, 0], reward=[1, 0], identity=[P2_TERM, P2_TERM],
+              actions=[2, -1], policy_mask=[1, 0, 0], chance_mask=[0, 0, 0]),
+  }, 2)
+
+
+def test_ring_wrap_around_and_write_head():
+  """Two lanes, capacity 5, 7 steps written in two chunks: the oldest two are
+  overwritten, the logical order wraps, and no sample crosses the head."""
+  other = [_step(0, action=t % A, r=0.0, sv=0.1 * t, nxt=0) for t in range(7)]
+  lanes = [SINGLE, other]
+  example = jax.tree.map(lambda x: x[0, 0], _chunk(lanes, 1))
+  buf = replay.init_buffer(example, 5, 2)
+  buf = replay.add(buf, _chunk([l[:3] for l in lanes], 1))
+  buf = replay.add(buf, _chunk([l[3:] for l in lanes], 1, first_id=3))
+  assert int(buf.write) == 2 and int(buf.count) == 5 and int(buf.added) == 7
+  # Physical slots hold times [5, 6, 2, 3, 4].
+  np.testing.assert_array_equal(buf.data.observation[:, 0, 0], [5, 6, 2, 3, 4])
+  mask = np.asarray(replay.start_mask(buf, 2))
+  # Lane 0: starts at t=2 (ends there) and t=4; lane 1: t=2..4 (t+2 <= 6).
+  np.testing.assert_array_equal(mask[:, 0], [0, 0, 1, 0, 1])
+  np.testing.assert_array_equal(mask[:, 1], [0, 0, 1, 1, 1])
+  batch = _sample(buf, 2, 1, "single")
+  starts = batch.observation[:, 0].astype(int)
+  assert set(starts) <= {2, 4, 102, 103, 104}
+  expected = {
+      2: dict(value=[1, 0, 0], reward=[1, 0], identity=[T_ID, T_ID],
+              actions=[0, -1], policy_mask=[1, 0, 0], chance_mask=[0, 0, 0]),
+      4: dict(value=[1.65, 1.15, 0.9], reward=[0.5, 0.25], identity=[0, 0],
+              actions=[1, 1], policy_mask=[1, 1, 1], chance_mask=[0, 0, 0]),
+  }
+  for t in (2, 3, 4):
+    expected[100 + t] = dict(value=[0.6] * 3, reward=[0, 0], identity=[0, 0],
+                             actions=[t % A, (t + 1) % A],
+                             policy_mask=[1, 1, 1], chance_mask=[0, 0, 0])
+  _check(batch, expected, 2)
+
+
+def test_sample_matches_a_real_env_rollout_shapes():
+  env = envs.make("catch", rows=4, columns=3)
+  buf = replay.init_buffer(replay.example_transition(env), 16, 2)
+  assert buf.data.observation.shape == (16, 2, 4, 3, 1)
+  assert buf.data.chance_probs.shape == (16, 2, 3)
+  assert not bool(replay.can_sample(buf, 2))
+  batch = replay.sample(buf, jax.random.PRNGKey(0), 4, K=2, num_players=1,
+                        num_actions=3, payoff="single")
+  assert batch.target_policy.shape == (4, 3, 3)
+  assert batch.target_chance.shape == (4, 3, 3)
+  assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(batch)
+             if x.dtype == jnp.float32)
+
+
+def test_bad_arguments():
+  buf = _buffer([SINGLE], 1, capacity=8)
+  with pytest.raises(ValueError, match="payoff"):
+    replay.sample(buf, jax.random.PRNGKey(0), 4, K=2, num_players=1,
+                  num_actions=A, payoff="general_sum")
+  with pytest.raises(ValueError, match="num_players == 2"):
+    replay.value_targets(buf, num_players=3, payoff="zero_sum")
+  with pytest.raises(ValueError, match="td_steps"):
+    replay.value_targets(buf, num_players=1, payoff="single", td_steps=-1)
+  with pytest.raises(ValueError, match="does not fit"):
+    replay.add(replay.init_buffer(jax.tree.map(lambda x: x[0, 0], _chunk([SINGLE], 1)), 3, 1),
+               _chunk([SINGLE], 1))
