@@ -1,0 +1,63 @@
+"""Restoring a trained agent from an Orbax checkpoint for evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional
+
+import jax
+
+from anakin_mz import checkpoint as ckpt
+from anakin_mz import config as config_lib
+from anakin_mz.anakin import Learner
+from anakin_mz.types import Params
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+  """A restored agent: its config, learner (env + network) and params."""
+  config: config_lib.Config
+  learner: Learner
+  params: Params
+  step: int
+  meta: Dict[str, object]
+  directory: str
+
+  @property
+  def env(self):
+    return self.learner.env
+
+  @property
+  def network(self):
+    return self.learner.network
+
+
+def load_agent(directory: str, step: Optional[int] = None,
+               expect_env: Optional[str] = None) -> Agent:
+  """Restores the params and config saved at `step` (default: latest).
+
+  Raises:
+    CheckpointError: a missing path or step, unreadable metadata or arrays,
+      a checkpoint for another game (`expect_env`) or of another env version,
+      or arrays that do not fit the saved config's network.
+  """
+  meta = ckpt.load_metadata(directory, step)
+  try:
+    config = config_lib.from_dict(meta["config"])  # type: ignore[arg-type]
+  except ValueError as e:
+    raise ckpt.CheckpointError(
+        f"checkpoint {directory!r} holds a config this code rejects: {e}") from None
+  if expect_env is not None and config.env != expect_env:
+    raise ckpt.CheckpointError(f"checkpoint {directory!r} is for env {config.env!r}, "
+                               f"not {expect_env!r}")
+  learner = Learner(config)
+  ckpt.check_compatible(meta, directory, env_id=learner.env.id,
+                        env_version=learner.env.version)
+  single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
+  devices = int(meta.get("num_devices", 1))  # type: ignore[arg-type]
+  template = jax.tree.map(
+      lambda x: jax.ShapeDtypeStruct((devices,) + tuple(x.shape), x.dtype), single)
+  state, meta = ckpt.restore(directory, template, step)
+  params = jax.tree.map(lambda x: x[0], state.params)
+  return Agent(config=config, learner=learner, params=params,
+               step=int(meta["step"]), meta=meta, directory=directory)

@@ -1,0 +1,175 @@
+"""One Anakin step: self-play chunk -> replay -> N gradient updates, as a
+single jitted (and pmapped) function, in the style of Stoix's
+`get_learner_fn`. Everything a run needs lives in `TrainState`, so a
+checkpoint of it resumes a run exactly.
+
+Multi-device: `Learner.pstep` is `jax.pmap` over all local devices with axis
+name "device". Each device owns its self-play lanes, its replay buffer and
+its RNG stream; parameters and optimizer state are replicated and the
+gradients are averaged with `lax.pmean`, so they stay identical. One device
+runs the very same code.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Dict, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+import envs
+from anakin_mz import replay as replay_lib
+from anakin_mz.config import Config
+from anakin_mz.loss import ndmz_loss
+from anakin_mz.networks import Network
+from anakin_mz.selfplay import ActorState, init_actors, rollout
+
+AXIS = "device"
+
+
+@chex.dataclass(frozen=True)
+class TrainState:
+  """Everything one device needs to continue a run.
+
+  Attributes:
+    params: network parameters (replicated across devices).
+    opt_state: optax state (replicated).
+    buffer: this device's replay buffer.
+    actor: this device's self-play lanes.
+    key: `[2]` uint32 PRNG key (differs per device).
+    update_step: int32 `[]` gradient updates done.
+    env_steps: int32 `[]` transitions generated on this device.
+  """
+  params: chex.ArrayTree
+  opt_state: chex.ArrayTree
+  buffer: chex.ArrayTree
+  actor: ActorState
+  key: chex.Array
+  update_step: chex.Array
+  env_steps: chex.Array
+
+
+class Learner:
+  """Builds the training state and the jitted Anakin step for one config."""
+
+  def __init__(self, config: Config):
+    self.config = config
+    self.env: envs.Env = config.make_env()
+    self.network = Network(self.env, config.network)
+    tc = config.train
+    self.optimizer = optax.chain(
+        optax.clip_by_global_norm(tc.max_grad_norm),
+        optax.adam(tc.learning_rate))
+    self.transitions_per_chunk = tc.rollout_length * tc.num_envs
+    self.updates_per_chunk = tc.updates_per_chunk(self.transitions_per_chunk)
+    self._example = None
+
+  # ---------------------------------------------------------------- state
+  def init(self, key: chex.Array) -> TrainState:
+    """A fresh single-device TrainState for uint32 PRNG `key` `[2]`."""
+    tc = self.config.train
+    k_params, k_actor, k_example, k_run = jax.random.split(key, 4)
+    params = self.network.init(k_params)
+    actor = init_actors(self.env, k_actor, tc.num_envs)
+    del k_example
+    example = replay_lib.example_transition(self.env)
+    buffer = replay_lib.init_buffer(example, tc.replay_capacity, tc.num_envs)
+    return TrainState(
+        params=params, opt_state=self.optimizer.init(params), buffer=buffer,
+        actor=actor, key=k_run, update_step=jnp.int32(0), env_steps=jnp.int32(0))
+
+  def init_replicated(self, seed: int) -> TrainState:
+    """A TrainState with a leading device axis: same params everywhere,
+    different self-play and RNG per device."""
+    devices = jax.local_devices()
+    base = self.init(jax.random.PRNGKey(seed))
+    keys = jax.random.split(jax.random.PRNGKey(seed + 1), len(devices))
+
+    def per_device(k):
+      k_actor, k_run = jax.random.split(k)
+      return base.replace(
+          actor=init_actors(self.env, k_actor, self.config.train.num_envs),
+          key=k_run)
+
+    states = [per_device(k) for k in keys]
+    # pmap shards the leading axis over the devices on the first call.
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+  # ---------------------------------------------------------------- step
+  def temperature(self, update_step: chex.Array) -> chex.Array:
+    """Linear decay from temperature_start to temperature_end over the run."""
+    tc = self.config.train
+    frac = jnp.clip(update_step / tc.total_updates, 0.0, 1.0)
+    return tc.temperature_start + frac * (tc.temperature_end - tc.temperature_start)
+
+  def _loss(self, params, batch):
+    return ndmz_loss(params, self.network, batch, self.config.loss)
+
+  def _update(self, carry, key, *, axis_name):
+    params, opt_state, buffer = carry
+    tc = self.config.train
+    batch = replay_lib.sample(
+        buffer, key, tc.batch_size, K=tc.unroll_steps,
+        num_players=self.env.num_players, num_actions=self.env.num_actions,
+        payoff=self.env.payoff, td_steps=tc.td_steps, discount=tc.discount)
+    (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
+    if axis_name is not None:
+      grads = jax.lax.pmean(grads, axis_name)
+      metrics = jax.lax.pmean(metrics, axis_name)
+      loss = jax.lax.pmean(loss, axis_name)
+    updates, opt_state = self.optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
+    return (params, opt_state, buffer), metrics
+
+  def step(self, state: TrainState, axis_name=None) -> Tuple[TrainState, Dict[str, chex.Array]]:
+    """One Anakin step on one device (call through `jit` or `pstep`).
+
+    Self-play `rollout_length` transitions in every lane, add them to the
+    buffer, then make `updates_per_chunk` gradient updates once the buffer
+    holds `min_replay` steps per lane (before that, updates are computed but
+    not applied, keeping one compiled program).
+    """
+    tc = self.config.train
+    key, k_roll, k_upd = jax.random.split(state.key, 3)
+    actor, records, stats = rollout(
+        state.params, state.actor, k_roll, env=self.env, network=self.network,
+        config=self.config.search, num_steps=tc.rollout_length,
+        temperature=self.temperature(state.update_step))
+    buffer = replay_lib.add(state.buffer, records)
+    ready = (buffer.count >= tc.min_replay) & replay_lib.can_sample(
+        buffer, tc.unroll_steps)
+    update = functools.partial(self._update, axis_name=axis_name)
+    (params, opt_state, _), metrics = jax.lax.scan(
+        update, (state.params, state.opt_state, buffer),
+        jax.random.split(k_upd, self.updates_per_chunk))
+    metrics = jax.tree.map(jnp.mean, metrics)
+    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)
+    params = keep(params, state.params)
+    opt_state = keep(opt_state, state.opt_state)
+    done_updates = jnp.where(ready, self.updates_per_chunk, 0)
+    if axis_name is not None:
+      stats = jax.lax.psum(stats, axis_name)
+    metrics.update(
+        episodes=stats.episodes, return_sum=stats.return_sum,
+        length_sum=stats.length_sum, decision_steps=stats.decision_steps,
+        transitions=stats.transitions, updates_applied=done_updates,
+        temperature=self.temperature(state.update_step))
+    new_state = TrainState(
+        params=params, opt_state=opt_state, buffer=buffer, actor=actor, key=key,
+        update_step=state.update_step + done_updates,
+        env_steps=state.env_steps + self.transitions_per_chunk)
+    return new_state, metrics
+
+  @functools.cached_property
+  def jit_step(self):
+    """`step` jitted for one device, no device axis."""
+    return jax.jit(self.step)
+
+  @functools.cached_property
+  def pstep(self):
+    """`step` pmapped over all local devices (leading device axis)."""
+    return jax.pmap(functools.partial(self.step, axis_name=AXIS), axis_name=AXIS)

@@ -1,0 +1,196 @@
+"""The training run loop, written once: budget, progress bar, TensorBoard,
+periodic evaluation, Orbax checkpoints, resume and Ctrl-C. `scripts/train.py`
+is a thin command line over `train`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Dict, List, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from anakin_mz import checkpoint as ckpt
+from anakin_mz import evaluation
+from anakin_mz.anakin import Learner, TrainState
+from anakin_mz.config import Config
+from anakin_mz.summary import SummaryWriter
+
+# Extra evaluations per env id: fn(learner, params) -> {tag: value}. Games
+# with exact solvers (Nannon) register theirs here.
+EXTRA_EVALS: Dict[str, Callable[[Learner, object], Dict[str, float]]] = {}
+
+
+def _nannon_exact(learner: Learner, params) -> Dict[str, float]:
+  from anakin_mz import nannon_eval  # pylint: disable=import-outside-toplevel
+  return nannon_eval.learner_hook(learner, params)
+
+
+EXTRA_EVALS["nannon"] = _nannon_exact
+
+
+@dataclasses.dataclass
+class RunResult:
+  """What `train` returns: the final (replicated) state and the log."""
+  state: TrainState
+  history: List[Dict[str, float]]
+  evals: List[Dict[str, float]]
+  checkpoint_dir: str
+
+
+def _unreplicate(tree):
+  return jax.tree.map(lambda x: x[0], tree)
+
+
+def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
+  """Greedy search agent vs uniform random, all games on device."""
+  env = learner.env
+  agent = evaluation.search_agent_policy(learner.network, params, env,
+                                         learner.config.search)
+  result = jax.jit(lambda k: evaluation.play_match(
+      k, env, agent, evaluation.random_policy, num_games))(key)
+  out = {f"eval/vs_random_{k}": v for k, v in evaluation.summarize(result).items()}
+  extra = EXTRA_EVALS.get(env.id)
+  if extra is not None:
+    out.update(extra(learner, params))
+  return out
+
+
+def _config_diff(a: Dict[str, object], b: Dict[str, object], prefix=""):
+  diffs = []
+  for k in sorted(set(a) | set(b)):
+    va, vb = a.get(k), b.get(k)
+    if isinstance(va, dict) and isinstance(vb, dict):
+      diffs += _config_diff(va, vb, prefix + k + ".")
+    elif va != vb:
+      diffs.append(f"{prefix}{k}: checkpoint {vb!r} vs requested {va!r}")
+  return diffs
+
+
+def train(config: Config, *, logdir: str, resume: bool = False,
+          max_updates: Optional[int] = None, max_minutes: Optional[float] = None,
+          progress: bool = True, checkpoint_dir: Optional[str] = None) -> RunResult:
+  """Trains until `max_updates` updates (default `train.total_updates`) or
+  `max_minutes` of wall-clock time, whichever comes first.
+
+  Raises:
+    ValueError: an unwritable logdir; checkpoints present without `resume`;
+      `resume` with a checkpoint from another env or config.
+  """
+  try:
+    os.makedirs(logdir, exist_ok=True)
+  except OSError as e:
+    raise ValueError(f"cannot create logdir {logdir!r}: {e}") from None
+  if not os.access(logdir, os.W_OK):
+    raise ValueError(f"logdir {logdir!r} is not writable")
+  checkpoint_dir = checkpoint_dir or os.path.join(logdir, "checkpoints")
+  tc = config.train
+  target = tc.total_updates if max_updates is None else max_updates
+
+  learner = Learner(config)
+  env = learner.env
+  state = learner.init_replicated(config.seed)
+  num_devices = jax.local_device_count()
+  saved = ckpt.steps(checkpoint_dir)
+  if saved and not resume:
+    raise ValueError(f"{checkpoint_dir!r} already holds checkpoints (steps "
+                     f"{list(saved)}); pass --resume to continue, or another --logdir")
+  if resume and saved:
+    meta = ckpt.load_metadata(checkpoint_dir)
+    ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
+    diffs = _config_diff(config.to_dict(), meta["config"])
+    if diffs:
+      raise ValueError(f"checkpoint {checkpoint_dir!r} was made with another "
+                       "config:\n  " + "\n  ".join(diffs))
+    if meta.get("num_devices", num_devices) != num_devices:
+      raise ValueError(f"checkpoint {checkpoint_dir!r} holds {meta['num_devices']} "
+                       f"devices' state; this machine has {num_devices}")
+    host, _ = ckpt.restore(checkpoint_dir, jax.device_get(state))
+    state = jax.tree.map(jnp.asarray, host)
+
+  writer = SummaryWriter(logdir)
+
+  def save():
+    step = int(_unreplicate(state.update_step))
+    meta = ckpt.make_metadata(config.to_dict(), env.id, env.version, step)
+    meta["num_devices"] = num_devices
+    ckpt.save(checkpoint_dir, step, jax.device_get(state), meta)
+
+  bar = None
+  if progress:
+    from tqdm import tqdm  # pylint: disable=import-outside-toplevel
+    bar = tqdm(total=target, initial=int(_unreplicate(state.update_step)),
+               unit="upd", dynamic_ncols=True, desc=env.id)
+  history: List[Dict[str, float]] = []
+  evals: List[Dict[str, float]] = []
+  start = time.perf_counter()
+  eval_key = jax.random.PRNGKey(config.seed + 7919)
+  last_eval = last_ckpt = last_log = int(_unreplicate(state.update_step))
+  episodes = 0
+  latest_eval = ""
+  sims = config.search.num_simulations
+  try:
+    while int(_unreplicate(state.update_step)) < target:
+      if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
+        break
+      t0 = time.perf_counter()
+      state, metrics = learner.pstep(state)
+      metrics = jax.device_get(_unreplicate(metrics))
+      dt = time.perf_counter() - t0
+      step = int(_unreplicate(state.update_step))
+      episodes += int(metrics["episodes"])
+      row = {k: float(np.mean(v)) for k, v in metrics.items()
+             if k not in ("return_sum",)}
+      if metrics["episodes"] > 0:
+        row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
+        row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
+      row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
+      row["throughput/search_sims_per_s"] = float(metrics["decision_steps"]) * sims / dt
+      row["throughput/updates_per_s"] = float(metrics["updates_applied"]) * num_devices / dt
+      row["env_steps"] = float(jnp.sum(state.env_steps))
+      row["update_step"] = step
+      row["wall_s"] = time.perf_counter() - start
+      history.append(row)
+      if step - last_log >= tc.log_every or step >= target:
+        writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
+        last_log = step
+      if tc.eval_every and (step - last_eval >= tc.eval_every or step >= target):
+        eval_key, k = jax.random.split(eval_key)
+        result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
+        result.update(update_step=step, env_steps=row["env_steps"], wall_s=row["wall_s"])
+        evals.append(result)
+        writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
+        latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
+        last_eval = step
+        line = (f"[eval] update {step} env_steps {row['env_steps']:.0f} "
+                f"wall {row['wall_s']:.0f}s " + " ".join(
+                    f"{k.split('/', 1)[1]}={v:.3f}" for k, v in result.items()
+                    if "/" in k and not k.endswith(("draw_rate", "mean_length"))))
+        if bar is not None:
+          bar.write(line)
+        else:
+          print(line, flush=True)
+      if tc.checkpoint_every and step - last_ckpt >= tc.checkpoint_every:
+        save()
+        last_ckpt = step
+      writer.flush()
+      if bar is not None:
+        bar.n = min(step, target)
+        bar.set_postfix(env_steps=f"{row['env_steps']:.0f}", games=episodes,
+                        steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
+                        eval=latest_eval or "-", refresh=False)
+        bar.refresh()
+  except KeyboardInterrupt:
+    if bar is not None:
+      bar.write("interrupted: saving a checkpoint")
+  finally:
+    save()
+    writer.close()
+    if bar is not None:
+      bar.close()
+  return RunResult(state=state, history=history, evals=evals,
+                   checkpoint_dir=checkpoint_dir)

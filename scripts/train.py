@@ -1,0 +1,77 @@
+"""Train NDMZ on a registered game.
+
+    python scripts/train.py --env=nannon
+    python scripts/train.py --env=catch train.total_updates=2000 search.num_simulations=16
+    python scripts/train.py --env=nannon --minutes 60 --logdir runs/nannon
+    python scripts/train.py --env=nannon --logdir runs/nannon --resume
+
+The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
+arguments override it. TensorBoard: `tensorboard --logdir runs`.
+Ctrl-C stops the run and leaves a usable checkpoint in <logdir>/checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import envs  # noqa: E402
+from anakin_mz import config as config_lib  # noqa: E402
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[1],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   epilog=__doc__)
+  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("--config", default=None, help="YAML config (default configs/<env>.yaml)")
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
+  parser.add_argument("--updates", type=int, default=None,
+                      help="stop after this many updates (default train.total_updates)")
+  parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
+  parser.add_argument("--logdir", default=None, help="default runs/<env>")
+  parser.add_argument("--resume", action="store_true",
+                      help="continue from the latest checkpoint in <logdir>/checkpoints")
+  parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+  args = parser.parse_args(argv)
+
+  if args.env not in envs.registered():
+    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  path = args.config or os.path.join(CONFIG_DIR, f"{args.env}.yaml")
+  overrides = list(args.overrides)
+  if args.seed is not None:
+    overrides.append(f"seed={args.seed}")
+  try:
+    cfg = config_lib.load(path, overrides)
+  except ValueError as e:
+    parser.error(str(e))
+  if cfg.env != args.env:
+    parser.error(f"--env={args.env} but config {path!r} is for env {cfg.env!r}")
+  if args.updates is not None and args.updates < 1:
+    parser.error("--updates must be >= 1")
+  if args.minutes is not None and args.minutes <= 0:
+    parser.error("--minutes must be > 0")
+  logdir = args.logdir or os.path.join("runs", args.env)
+
+  from anakin_mz import run  # pylint: disable=import-outside-toplevel
+  try:
+    result = run.train(cfg, logdir=logdir, resume=args.resume, max_updates=args.updates,
+                       max_minutes=args.minutes, progress=not args.no_progress)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  if result.evals:
+    print("latest evaluation:", json.dumps(result.evals[-1], indent=1))
+  print(f"checkpoints: {result.checkpoint_dir}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
