@@ -1,0 +1,126 @@
+"""The NDMZ training loss, eq. (1) of the paper:
+
+    l_t = sum_{k=0..K} l^r(u_{t+k}, r^k) + l^v(z_{t+k}, v^k) + l^p(pi_{t+k}, p^k)
+                      + l^c(psi_{t+k}, c^k) + l^i(iota_{t+k}, i^k)  + c ||theta||^2
+
+* reward l^r (k = 1..K, from g) and value l^v (k = 0..K, from f): squared
+  error for scalar heads; for categorical heads, cross-entropy to the two-hot
+  of h(target) (`value_transform`, MooZi 4.3.5/4.3.8).
+* choice policy l^p: cross-entropy to the search visits, only where a player
+  moved (`policy_mask`): the no-op target off-turn is "no loss".
+* chance policy l^c: cross-entropy to the game's chance probabilities, only at
+  chance steps (`chance_mask`).
+* identity l^i (k = 1..K, from g): cross-entropy to the true next mover
+  (relative player, chance or terminal).
+* L2: `l2 * sum of squared kernels` (biases and norm scales are not decayed).
+
+Like the paper (4.2), the terms are summed over k (no 1/K); the batch mean is
+taken over samples. The gradient halving into each dynamics step lives in
+`Network.unroll`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Mapping, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from anakin_mz import value_transform
+from anakin_mz.networks import Network
+from anakin_mz.replay import Batch
+from anakin_mz.types import Params
+
+
+@dataclasses.dataclass(frozen=True)
+class LossConfig:
+  """Weights of the terms of eq. (1) (hashable, static).
+
+  Attributes:
+    value_weight, reward_weight, policy_weight, chance_weight,
+    identity_weight: multipliers of each term (all 1 in the paper).
+    l2: c, the L2 coefficient on the kernels.
+  """
+  value_weight: float = 1.0
+  reward_weight: float = 1.0
+  policy_weight: float = 1.0
+  chance_weight: float = 1.0
+  identity_weight: float = 1.0
+  l2: float = 1e-4
+
+  def __post_init__(self):
+    for f in dataclasses.fields(self):
+      if float(getattr(self, f.name)) < 0:
+        raise ValueError(f"loss {f.name} must be >= 0, got {getattr(self, f.name)}")
+
+
+def _scalar_or_categorical(pred: chex.Array, target: chex.Array,
+                           value_head: str, support_size: int) -> chex.Array:
+  """pred `[..., V]`, target `[...]` -> per-entry loss `[...]`."""
+  if value_head == "scalar":
+    return jnp.square(pred[..., 0] - target)
+  probs = value_transform.scalar_to_categorical(target, support_size)
+  return optax.softmax_cross_entropy(pred, jax.lax.stop_gradient(probs))
+
+
+def loss_terms(outputs: Mapping[str, chex.Array], batch: Batch, *,
+               value_head: str = "scalar",
+               support_size: int = 10) -> Dict[str, chex.Array]:
+  """The five model terms of eq. (1), each summed over k and averaged over
+  the batch (scalars), plus `identity_accuracy`.
+
+  Args:
+    outputs: `Network.unroll` output (value_logits `[N, K+1, V]`,
+      reward_logits `[N, K, V]`, policy_logits `[N, K+1, A]`, chance_logits
+      `[N, K+1, C]`, identity_logits `[N, K, P+2]`).
+    batch: the targets.
+    value_head, support_size: how to read value/reward outputs.
+  """
+  mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
+  value = _scalar_or_categorical(outputs["value_logits"], batch.target_value,
+                                 value_head, support_size)
+  reward = _scalar_or_categorical(outputs["reward_logits"], batch.target_reward,
+                                  value_head, support_size)
+  policy = optax.softmax_cross_entropy(outputs["policy_logits"],
+                                       batch.target_policy)
+  chance = optax.softmax_cross_entropy(outputs["chance_logits"],
+                                       batch.target_chance)
+  identity = optax.softmax_cross_entropy_with_integer_labels(
+      outputs["identity_logits"], batch.target_identity)
+  hits = jnp.argmax(outputs["identity_logits"], -1) == batch.target_identity
+  return {
+      "value": mean(value),
+      "reward": mean(reward),
+      "policy": mean(jnp.where(batch.policy_mask, policy, 0.0)),
+      "chance": mean(jnp.where(batch.chance_mask, chance, 0.0)),
+      "identity": mean(identity),
+      "identity_accuracy": jnp.mean(hits),
+  }
+
+
+def l2_norm_squared(params: Params) -> chex.Array:
+  """Sum of squares of every "kernel" leaf of `params`."""
+  leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+  return sum((jnp.sum(jnp.square(x)) for path, x in leaves
+              if str(getattr(path[-1], "key", "")) == "kernel"),
+             jnp.float32(0.0))
+
+
+def ndmz_loss(params: Params, network: Network, batch: Batch,
+              config: LossConfig = LossConfig()
+              ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
+  """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms,
+  `l2` (the weighted penalty), `identity_accuracy` and `total`."""
+  outputs = network.unroll(params, batch.observation, batch.actions)
+  terms = loss_terms(outputs, batch, value_head=network.config.value_head,
+                     support_size=network.config.support_size)
+  l2 = config.l2 * l2_norm_squared(params)
+  loss = (config.value_weight * terms["value"]
+          + config.reward_weight * terms["reward"]
+          + config.policy_weight * terms["policy"]
+          + config.chance_weight * terms["chance"]
+          + config.identity_weight * terms["identity"] + l2)
+  return loss, dict(terms, l2=l2, total=loss)

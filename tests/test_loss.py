@@ -1,0 +1,213 @@
+"""Tests for anakin_mz.loss: exact numbers of each term on hand-set outputs,
+masks honoured, L2, and the loss on a fixed Catch batch goes down with Adam."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import envs
+from anakin_mz import replay, value_transform
+from anakin_mz.loss import LossConfig, l2_norm_squared, loss_terms, ndmz_loss
+from anakin_mz.networks import Network, NetworkConfig
+
+NB, K, A, C, P = 2, 2, 3, 2, 2
+
+
+def _catch():
+  return envs.make("catch", rows=4, columns=3)
+
+
+def _batch(**over):
+  b = dict(
+      observation=jnp.zeros((NB, 1)),
+      actions=jnp.zeros((NB, K), jnp.int32),
+      target_value=jnp.array([[1.0, -0.5, 0.0], [0.25, 0.0, 0.0]]),
+      target_reward=jnp.array([[0.0, 1.0], [2.0, 0.0]]),
+      target_policy=jnp.array([[[0.5, 0.5, 0.0], [0, 0, 0], [1 / 3] * 3],
+                               [[0.2, 0.3, 0.5], [0, 0, 0], [0, 0, 0]]]),
+      policy_mask=jnp.array([[True, False, True], [True, False, False]]),
+      target_chance=jnp.array([[[0, 0], [0.5, 0.5], [0, 0]],
+                               [[0, 0], [0.75, 0.25], [0, 0]]]),
+      chance_mask=jnp.array([[False, True, False], [False, True, False]]),
+      target_identity=jnp.array([[2, 0], [3, 3]], jnp.int32))
+  b.update(over)
+  return replay.Batch(**b)
+
+
+def _zeros(v):
+  return {
+      "value_logits": jnp.zeros((NB, K + 1, v)),
+      "reward_logits": jnp.zeros((NB, K, v)),
+      "policy_logits": jnp.zeros((NB, K + 1, A)),
+      "chance_logits": jnp.zeros((NB, K + 1, C)),
+      "identity_logits": jnp.zeros((NB, K, P + 2)),
+  }
+
+
+def test_exact_terms_with_uniform_outputs():
+  t = loss_terms(_zeros(1), _batch())
+  # Scalar heads predict 0: sum_k z^2, averaged over the 2 samples.
+  np.testing.assert_allclose(t["value"], (1 + 0.25 + 0.0625) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["reward"], (1 + 4) / 2, rtol=1e-6)
+  # Uniform logits: CE = log(#classes) per unmasked target (they sum to 1).
+  np.testing.assert_allclose(t["policy"], 3 * np.log(3) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["chance"], 2 * np.log(2) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["identity"], 2 * np.log(4), rtol=1e-6)
+  # Categorical heads: the two-hot also sums to 1.
+  t = loss_terms(_zeros(5), _batch(), value_head="categorical", support_size=2)
+  np.testing.assert_allclose(t["value"], 3 * np.log(5), rtol=1e-6)
+  np.testing.assert_allclose(t["reward"], 2 * np.log(5), rtol=1e-6)
+
+
+def test_exact_terms_with_hand_set_logits():
+  out = _zeros(1)
+  # p = [1, 2, 5] / 8 at sample 0, step 0 (target [0.5, 0.5, 0]).
+  out["policy_logits"] = out["policy_logits"].at[0, 0].set(
+      jnp.log(jnp.array([1.0, 2.0, 5.0])))
+  out["value_logits"] = out["value_logits"].at[0, 0, 0].set(0.75)
+  out["identity_logits"] = out["identity_logits"].at[1, 1].set(
+      jnp.array([0.0, 0.0, 0.0, jnp.log(5.0)]))   # p(terminal) = 5/8
+  t = loss_terms(out, _batch())
+  ce = -(0.5 * np.log(1 / 8) + 0.5 * np.log(2 / 8))
+  np.testing.assert_allclose(t["policy"], (ce + 2 * np.log(3)) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["value"], (0.0625 + 0.25 + 0.0625) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["identity"],
+                             (3 * np.log(4) - np.log(5 / 8)) / 2, rtol=1e-6)
+  # identity argmax: only sample 1, step 1 is right (3); ties argmax to 0,
+  # which is right for sample 0, step 1.
+  np.testing.assert_allclose(t["identity_accuracy"], 2 / 4)
+
+
+def test_categorical_target_is_two_hot_of_h():
+  out = _zeros(5)
+  z = 3.0  # h(3) = 1.003: 0.997 on 1 and 0.003 on 2
+  logits = jnp.array([0.0, 1.0, 2.0, 3.0, 4.0])
+  out["value_logits"] = out["value_logits"].at[0, 0].set(logits)
+  batch = _batch(target_value=jnp.zeros((NB, K + 1)).at[0, 0].set(z))
+  t = loss_terms(out, batch, value_head="categorical", support_size=2)
+  logp = np.asarray(jax.nn.log_softmax(logits))
+  want = -(0.997 * logp[3] + 0.003 * logp[4])
+  np.testing.assert_allclose(t["value"], (want + 5 * np.log(5)) / 2, rtol=1e-5)
+  np.testing.assert_allclose(
+      value_transform.scalar_to_categorical(jnp.float32(z), 2),
+      [0, 0, 0, 0.997, 0.003], atol=1e-6)
+
+
+def test_masks_are_honoured():
+  base = loss_terms(_zeros(1), _batch())
+  out = _zeros(1)
+  # Wild logits where the policy / chance masks are off change nothing.
+  off_policy = ~_batch().policy_mask
+  off_chance = ~_batch().chance_mask
+  out["policy_logits"] = jnp.where(off_policy[..., None],
+                                   jnp.array([30.0, -20.0, 7.0]), 0.0)
+  out["chance_logits"] = jnp.where(off_chance[..., None],
+                                   jnp.array([-40.0, 9.0]), 0.0)
+  t = loss_terms(out, _batch())
+  np.testing.assert_allclose(t["policy"], base["policy"], rtol=1e-6)
+  np.testing.assert_allclose(t["chance"], base["chance"], rtol=1e-6)
+  # ... and the same logits where the masks are on do change the terms.
+  out["policy_logits"] = jnp.where(~off_policy[..., None],
+                                   jnp.array([30.0, -20.0, 7.0]), 0.0)
+  assert float(loss_terms(out, _batch())["policy"]) > float(base["policy"]) + 1
+
+
+@functools.lru_cache(maxsize=None)
+def _catch_batch(n):
+  """A fixed batch from random play of Catch, through the replay buffer."""
+  env = _catch()
+  lanes, steps = 4, 16
+
+  def one(carry, key):
+    s = carry
+    k_act, k_chance, k_reset = jax.random.split(key, 3)
+    action = jax.random.randint(k_act, (lanes,), 0, env.num_actions)
+    outcome = jax.vmap(lambda k, p: jax.random.categorical(k, jnp.log(p)))(
+        jax.random.split(k_chance, lanes), s.chance_probs)
+    chance = s.current_player == envs.CHANCE
+    env_action = jnp.where(chance, outcome, action)
+    nxt = jax.vmap(env.step)(s, env_action)
+    rec = replay.Transition(
+        observation=s.observation, player=s.current_player,
+        action=jnp.where(chance, env.num_actions + outcome, action),
+        rewards=nxt.rewards,
+        search_policy=jnp.where(chance[:, None], 0.0,
+                                jax.nn.one_hot(action, env.num_actions)),
+        search_value=jnp.zeros((lanes,)), chance_probs=s.chance_probs,
+        next_player=nxt.current_player, done=nxt.done,
+        truncated=nxt.truncated, valid=jnp.ones((lanes,), bool))
+    fresh = jax.vmap(env.init)(jax.random.split(k_reset, lanes))
+    nxt = jax.tree.map(
+        lambda f, x: jnp.where(nxt.done.reshape((-1,) + (1,) * (x.ndim - 1)),
+                               f, x), fresh, nxt)
+    return nxt, rec
+
+  @jax.jit
+  def make(key):
+    k0, k1, k2 = jax.random.split(key, 3)
+    s = jax.vmap(env.init)(jax.random.split(k0, lanes))
+    _, chunk = jax.lax.scan(one, s, jax.random.split(k1, steps))
+    buf = replay.init_buffer(replay.example_transition(env), steps, lanes)
+    buf = replay.add(buf, chunk)
+    return replay.sample(buf, k2, n, K=3, num_players=1,
+                         num_actions=env.num_actions, payoff="single")
+
+  return make(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("value_head", ["scalar", "categorical"])
+def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
+  env = _catch()
+  batch = _catch_batch(32)
+  # Catch's only chance step is the first one, never inside an unroll from a
+  # decision step: the chance term is 0 here (its numbers are tested above).
+  assert not bool(jnp.any(batch.chance_mask))
+  assert bool(jnp.all(batch.policy_mask[:, 0]))
+  net = Network(env, NetworkConfig(hidden=(32, 32), latent_dim=16,
+                                   value_head=value_head, support_size=3))
+  params = net.init(jax.random.PRNGKey(1))
+  cfg = LossConfig()
+  opt = optax.chain(optax.clip_by_global_norm(5.0), optax.adam(3e-3))
+
+  @jax.jit
+  def train(params):
+    def step(carry, _):
+      params, state = carry
+      (loss, metrics), grads = jax.value_and_grad(ndmz_loss, has_aux=True)(
+          params, net, batch, cfg)
+      updates, state = opt.update(grads, state, params)
+      return (optax.apply_updates(params, updates), state), metrics
+    _, metrics = jax.lax.scan(step, (params, opt.init(params)), None, length=50)
+    return metrics
+
+  m = jax.device_get(train(params))
+  assert np.all(np.isfinite(m["total"]))
+  assert m["total"][-1] < 0.6 * m["total"][0], m["total"][[0, -1]]
+  np.testing.assert_array_equal(m["chance"], 0.0)
+  for term in ("value", "reward", "policy", "identity"):
+    assert m[term][-1] < m[term][0], (term, m[term][[0, -1]])
+  np.testing.assert_allclose(
+      m["total"], m["value"] + m["reward"] + m["policy"] + m["chance"]
+      + m["identity"] + m["l2"], rtol=1e-5)
+
+
+def test_l2_counts_kernels_only():
+  env = envs.make("catch", rows=4, columns=3)
+  net = Network(env, NetworkConfig(hidden=(8,), latent_dim=4))
+  params = net.init(jax.random.PRNGKey(0))
+  params = jax.tree.map(jnp.ones_like, params)
+  kernels = sum(x.size for path, x in jax.tree_util.tree_flatten_with_path(params)[0]
+                if path[-1].key == "kernel")
+  biases = sum(x.size for path, x in jax.tree_util.tree_flatten_with_path(params)[0]
+               if path[-1].key == "bias")
+  assert biases > 0
+  np.testing.assert_allclose(l2_norm_squared(params), kernels)
+
+
+def test_loss_config_rejects_negative_weights():
+  with pytest.raises(ValueError, match="l2"):
+    LossConfig(l2=-1.0)
