@@ -14,6 +14,7 @@ from envs.registry import default_params, make, register, registered
 
 # Each import registers one game.
 from envs import catch  # noqa: F401  pylint: disable=unused-import
+from envs import carchess  # noqa: F401  pylint: disable=unused-import
 from envs import nannon  # noqa: F401  pylint: disable=unused-import
 from envs import einstein  # noqa: F401  pylint: disable=unused-import
 from envs import breakthrough  # noqa: F401  pylint: disable=unused-import

@@ -1,0 +1,563 @@
+"""Carchess: each rule on a hand-built board, a differential test of the
+simulation against a plain-Python transcription of RULES.md on random boards,
+the chance nodes and turn order, and invariants over random play."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs import carchess_maps, carchess_players
+from envs.core import CHANCE, TERMINAL
+from envs.testing import random_action
+
+# Tutorial map facts (RULES.md): lanes 0 west on row 4, 1 north on col 5,
+# 2 east on row 5, 3 south on col 4; each lane's light is at position 3;
+# light index k sits on lane LIGHT_LANE[k].
+LIGHT_LANE = (3, 0, 2, 1)
+LANE_LIGHT = {lane: k for k, lane in enumerate(LIGHT_LANE)}
+
+# Test maps, as JSON specs (maps are data).
+MERGE = {  # lane 1 comes up col 2 and joins lane 0 (both then head east).
+    "name": "merge", "height": 3, "width": 6,
+    "lanes": [{"start": [0, 0], "path": "EEEEE"},
+              {"start": [2, 2], "path": "NNEEE"}],
+    "lights": [[0, 2], [2, 2]]}
+TRIPLE = {  # three lanes meet at (2, 2) from the west, the north and the east.
+    "name": "triple", "height": 5, "width": 5,
+    "lanes": [{"start": [2, 0], "path": "EEEE"},
+              {"start": [0, 2], "path": "SSSS"},
+              {"start": [2, 4], "path": "WWWW"}],
+    "lights": [[2, 1], [1, 2]]}
+LIGHT_ON_CROSSING = {  # the light stands on the crossing cell (1, 2).
+    "name": "light_on_crossing", "height": 4, "width": 5,
+    "lanes": [{"start": [1, 0], "path": "EEEE"},
+              {"start": [0, 2], "path": "SSS"}],
+    "lights": [[1, 2], [0, 2]]}
+
+
+@pytest.fixture(scope="module")
+def env():
+  return envs.make("carchess")
+
+
+def map_env(tmp_path, spec, **params):
+  path = tmp_path / f"{spec['name']}.json"
+  path.write_text(json.dumps(spec))
+  return envs.make("carchess", map=str(path), **params)
+
+
+def board(env, cars=(), red=None, counters=None, turn=0):
+  """A decision-node state of `env`'s game: `cars` are (lane, position)."""
+  game = env.game
+  g = game.init(jax.random.key(0))
+  occ = np.zeros(g.cars.shape, bool)
+  for lane, pos in cars:
+    occ[lane, pos] = True
+  red = np.zeros(game.num_lights, bool) if red is None else np.asarray(red, bool)
+  counters = np.zeros(game.num_lanes, np.int32) if counters is None else counters
+  return g.replace(cars=jnp.asarray(occ), red=jnp.asarray(red),
+                   counters=jnp.asarray(counters, jnp.int32),
+                   chance_lane=jnp.int32(game.num_lanes), turn=jnp.int32(turn))
+
+
+def cars_of(g):
+  return {(int(l), int(i)) for l, i in zip(*np.nonzero(np.asarray(g.cars)))}
+
+
+_JITTED = {}
+
+
+def jitted(env, what):
+  """One jitted function per (env, what), shared by the tests."""
+  key = (id(env), what)
+  if key not in _JITTED:
+    fn = {"step": lambda: jax.jit(env.step),
+          "sim_step": lambda: jax.jit(env.game.simulation_step),
+          "simulate": lambda: jax.jit(env.game.simulate, static_argnums=1),
+          "chance_probs": lambda: jax.jit(env.game.chance_probs)}[what]()
+    _JITTED[key] = (env, fn)  # keeps env alive so its id is not reused
+  return _JITTED[key][1]
+
+
+def step(env, g):
+  g2, scored, crashes = jitted(env, "sim_step")(g)
+  return g2, int(scored), int(crashes)
+
+
+def red_lights(*lanes):
+  red = np.zeros(4, bool)
+  for lane in lanes:
+    red[LANE_LIGHT[lane]] = True
+  return red
+
+
+# The rules, each on a hand-built board.
+
+def test_red_light_holds_a_car(env):
+  g = board(env, cars=[(0, 3), (2, 2)], red=red_lights(0, 2))
+  g2, _, _ = step(env, g)
+  # The car on its red light stays; the one behind a red light drives onto it.
+  assert cars_of(g2) == {(0, 3), (2, 3)}
+  g3, _, _ = step(env, board(env, cars=[(0, 3)], red=red_lights(2)))
+  assert cars_of(g3) == {(0, 4)}
+
+
+def test_queue_moves_only_when_its_head_moves(env):
+  queue = [(1, 0), (1, 1), (1, 2), (1, 3)]
+  held, _, _ = step(env, board(env, cars=queue, red=red_lights(1)))
+  assert cars_of(held) == set(queue)
+  moved, _, _ = step(env, board(env, cars=queue, red=red_lights()))
+  assert cars_of(moved) == {(1, 1), (1, 2), (1, 3), (1, 4)}
+  # A gap lets the tail close up while the head waits.
+  gap, _, _ = step(env, board(env, cars=[(1, 0), (1, 3)], red=red_lights(1)))
+  assert cars_of(gap) == {(1, 1), (1, 3)}
+
+
+def test_same_direction_car_of_another_lane_blocks(tmp_path):
+  merge = map_env(tmp_path, MERGE)
+  # Lane 0's car waits on the red light at (0, 2); lane 1's car at (1, 2)
+  # heads east at (0, 2) too, so it waits behind it instead of crashing.
+  g2, _, crashes = step(merge, board(merge, cars=[(0, 2), (1, 1)], red=[True, False]))
+  assert cars_of(g2) == {(0, 2), (1, 1)} and crashes == 0
+  g3, _, _ = step(merge, board(merge, cars=[(0, 2), (1, 1)], red=[False, False]))
+  assert cars_of(g3) == {(0, 3), (1, 2)}
+
+
+def test_crossing_cars_crash(env):
+  # Lane 3's car leaves its green light for (4, 4) while lane 0's car drives
+  # from (4, 5) to (4, 4): two cars on one cell, crash count 1.
+  g = board(env, cars=[(3, 3), (0, 4), (2, 0)], red=red_lights())
+  g2, scored, crashes = step(env, g)
+  assert crashes == 1 and scored == 0
+  assert cars_of(g2) == {(2, 1)}
+  assert int(g2.crashed) == 2 and int(g2.crashes) == 1
+  _, reward = jitted(env, "simulate")(g, 1)
+  assert float(reward) == -1.0
+
+
+def test_crossing_car_moves_into_a_standing_car(tmp_path):
+  m = map_env(tmp_path, LIGHT_ON_CROSSING)
+  # Lane 0's car stands on the red light at the crossing; lane 1's car comes
+  # from the north (a crossing lane) and drives into it anyway.
+  g2, _, crashes = step(m, board(m, cars=[(0, 2), (1, 0)], red=[True, False]))
+  assert crashes == 1 and cars_of(g2) == set()
+
+
+def test_three_cars_on_one_cell_count_two(tmp_path):
+  m = map_env(tmp_path, TRIPLE)
+  g = board(m, cars=[(0, 1), (1, 1), (2, 1)], red=[False, False])
+  g2, _, crashes = step(m, g)
+  assert crashes == 2 and int(g2.crashed) == 3 and cars_of(g2) == set()
+  _, reward = jitted(m, "simulate")(g, 1)
+  assert float(reward) == -2.0
+
+
+def test_reaching_the_end_scores_two(env):
+  g = board(env, cars=[(0, 8), (2, 7)])
+  g2, scored, crashes = step(env, g)
+  assert (scored, crashes) == (1, 0) and cars_of(g2) == {(2, 8)}
+  _, reward = jitted(env, "simulate")(g, 2)
+  assert float(reward) == 4.0  # both cars reach the end within two steps
+
+
+def test_spawning_needs_a_free_entry_cell(env):
+  queue = [(0, 0), (0, 1), (0, 2), (0, 3)]
+  counters = [2, 1, 0, 0]
+  g2, _, _ = step(env, board(env, cars=queue, red=red_lights(0), counters=counters))
+  # Lane 0's entry stays occupied: no spawn, its counter keeps 2; lane 1 spawns.
+  assert cars_of(g2) == set(queue) | {(1, 0)}
+  assert np.asarray(g2.counters).tolist() == [2, 0, 0, 0]
+  assert int(g2.spawned) == 1
+  # A car leaving the entry frees it in the same step.
+  g3, _, _ = step(env, board(env, cars=[(0, 0)], counters=counters))
+  assert cars_of(g3) == {(0, 0), (0, 1), (1, 0)}
+  assert np.asarray(g3.counters).tolist() == [1, 0, 0, 0]
+
+
+def test_spawn_counter_cap_and_clipped_chance(env):
+  game = env.game
+  assert game.capacities.tolist() == [4, 4, 4, 4]  # floor((10 - 2) * 0.5)
+  assert env.num_chance_outcomes == 5
+  g = board(env, counters=[0, 2, 4, 3]).replace(chance_lane=jnp.int32(0))
+  probs = jitted(env, "chance_probs")
+  expected = ([0.2] * 5, [0.2, 0.2, 0.6, 0, 0], [1, 0, 0, 0, 0], [0.2, 0.8, 0, 0, 0])
+  for lane, want in enumerate(expected):
+    got = probs(g.replace(chance_lane=jnp.int32(lane)))
+    np.testing.assert_allclose(got, want, atol=1e-6)
+  # Through Env: an increment above the capacity left is impossible.
+  state = env.init(jax.random.key(0)).replace(game=g.replace(chance_lane=jnp.int32(1)))
+  state = state.replace(chance_probs=probs(state.game))
+  with pytest.raises(ValueError, match="impossible"):
+    env.check_action(state, 3)
+  s2 = jitted(env, "step")(state, jnp.int32(3))
+  assert bool(s2.illegal_action)
+  s3 = jitted(env, "step")(state, jnp.int32(2))
+  assert not bool(s3.illegal_action)
+  assert np.asarray(s3.game.counters).tolist() == [0, 4, 4, 3]
+
+
+def test_clipped_distribution_with_spawn_min(tmp_path):
+  env = envs.make("carchess", spawn_min=2, spawn_max=3)
+  g = board(env, counters=[3, 1, 0, 4]).replace(chance_lane=jnp.int32(0))
+  probs = jitted(env, "chance_probs")
+  want = ([0, 1, 0, 0], [0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5], [1, 0, 0, 0])
+  for lane, w in enumerate(want):
+    np.testing.assert_allclose(probs(g.replace(chance_lane=jnp.int32(lane))), w)
+
+
+# Round structure and turn order.
+
+def test_turn_order_and_rewards(env):
+  state = env.init(jax.random.key(1))
+  step_fn = jitted(env, "step")
+  simulate = lambda g: jitted(env, "simulate")(g, 5)[1]
+  rounds, n, lanes = 10, 2, 4
+  expected = [CHANCE] * lanes
+  for r in range(rounds):
+    expected += [0, 1] + ([CHANCE] * lanes if r < rounds - 1 else [])
+  expected.append(TERMINAL)
+  seen, key, chance_run, first = [], jax.random.key(2), 0, None
+  while int(state.current_player) != TERMINAL:
+    p = int(state.current_player)
+    seen.append(p)
+    if p == CHANCE:
+      assert int(state.game.chance_lane) == chance_run  # lanes in order
+      chance_run += 1
+      key, sub = jax.random.split(key)
+      action = int(random_action(state, sub))
+    else:
+      chance_run = 0
+      assert int(state.game.turn) == p
+      key, sub = jax.random.split(key)
+      action = int(random_action(state, sub))
+      if p == 1:
+        assert not bool(state.legal_action_mask[first])  # player 0's light
+        # The round's reward: both toggles, then sim_steps steps.
+        want = float(simulate(state.game.replace(red=state.game.red ^ (
+            jnp.asarray(env.game._light_cells) == action))))  # pylint: disable=protected-access
+      first = action
+    state = step_fn(state, jnp.int32(action))
+    rewards = np.asarray(state.rewards)
+    if p == 1:
+      assert np.all(rewards == want)
+      assert int(state.game.round) == seen.count(1)
+    else:
+      assert not np.any(rewards)
+  seen.append(TERMINAL)
+  assert seen == expected
+  assert env.max_game_length == len(expected) - 1 == rounds * (n + lanes)
+
+
+def test_chance_nodes_update_lanes_in_order(env):
+  state = env.init(jax.random.key(0))
+  step_fn = jitted(env, "step")
+  for lane, inc in enumerate([3, 0, 4, 1]):
+    assert int(state.current_player) == CHANCE
+    assert int(state.game.chance_lane) == lane
+    state = step_fn(state, jnp.int32(inc))
+  assert np.asarray(state.game.counters).tolist() == [3, 0, 4, 1]
+  assert int(state.current_player) == 0
+
+
+def test_legal_actions_are_the_untoggled_lights(env):
+  state = env.reset(jax.random.key(0))
+  light_cells = sorted(r * 10 + c for r, c in env.game.map.lights)
+  assert np.flatnonzero(state.legal_action_mask).tolist() == light_cells == [34, 46, 53, 65]
+  red0 = np.asarray(state.game.red)
+  s1 = jitted(env, "step")(state, jnp.int32(46))
+  assert int(s1.current_player) == 1
+  assert np.flatnonzero(s1.legal_action_mask).tolist() == [34, 53, 65]
+  assert np.asarray(s1.game.red).tolist() == [red0[0], not red0[1], red0[2], red0[3]]
+  with pytest.raises(ValueError, match="illegal"):
+    env.check_action(s1, 46)
+  with pytest.raises(ValueError, match="illegal"):
+    env.check_action(s1, 0)  # not a light
+
+
+def test_start_state(env):
+  states = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.key(0), 400))
+  assert not np.any(np.asarray(states.game.cars))
+  assert not np.any(np.asarray(states.game.counters))
+  assert np.all(np.asarray(states.current_player) == CHANCE)
+  frac = np.asarray(states.game.red).mean()
+  assert 0.4 < frac < 0.6  # independent lights, red with probability 1/2
+
+
+# Observation and render.
+
+def test_observation_planes(env):
+  g = board(env, cars=[(0, 2), (3, 4)], red=[True, False, False, True],
+            counters=[0, 4, 2, 2], turn=1).replace(round=jnp.int32(3))
+  obs = np.asarray(jax.jit(env.game.observe)(g, jnp.int32(1)))
+  assert obs.shape == env.observation_shape == (10, 10, 22) and obs.dtype == np.float32
+  lanes, light, counts = obs[..., :4], obs[..., 4], obs[..., 5:10]
+  assert lanes.sum() == 2 and lanes[4, 7, 0] == 1 and lanes[4, 4, 3] == 1
+  assert light[3, 4] == -1 and light[4, 6] == 1 and light[5, 3] == 1 and light[6, 5] == -1
+  assert np.count_nonzero(light) == 4
+  assert counts.sum() == 4
+  assert counts[4, 9, 0] == 1 and counts[9, 5, 4] == 1
+  assert counts[5, 0, 2] == 1 and counts[0, 4, 2] == 1
+  assert np.all(obs[..., 10:12] == [0, 1])  # player 1 to move
+  assert np.all(obs[..., 12:] == np.eye(10)[3])  # round 3
+
+
+def test_render_shows_lanes_cars_lights_counters(env):
+  g = board(env, cars=[(0, 2), (1, 4)], red=[True, False, False, False],
+            counters=[3, 0, 1, 4])
+  text = env.game.render(jax.device_get(g))
+  rows = text.splitlines()
+  assert rows[5] == " <<<<++GA<<3"  # lane 0: green light, a car, counter 3
+  assert rows[6] == "1>>>G+B>>>>"  # lane 2's counter, lane 1's car on a crossing
+  assert rows[4][5] == "R" and rows[11][6] == "0"
+  assert rows[1][5] == "v" and rows[6][0] == "1" and rows[0][5] == "4"
+  assert "spawn counter 3/4" in text and "[3, 4] red" in text
+
+
+# Differential: the vectorised step against a plain transcription of RULES.md.
+
+def reference_step(m, cars, red, counters):
+  """RULES.md, literally: returns (cars, counters, scored, crash count)."""
+  heading = {}
+  for l, lane in enumerate(m.lanes):
+    for i, cell in enumerate(lane):
+      a, b = (lane[i], lane[i + 1]) if i + 1 < len(lane) else (lane[i - 1], lane[i])
+      heading[l, i] = (b[0] - a[0], b[1] - a[1])
+  at = {m.lanes[l][i]: (l, i) for l, i in cars}
+  red_cells = {cell for k, cell in enumerate(m.lights) if red[k]}
+  memo = {}
+
+  def can_move(car, chain):
+    if car not in memo:
+      l, i = car
+      if m.lanes[l][i] in red_cells:
+        memo[car] = False
+      else:
+        other = at.get(m.lanes[l][i + 1])
+        if other is not None and (other[0] == l or heading[other] == heading[l, i + 1]):
+          memo[car] = True if other in chain else can_move(other, chain | {car})
+        else:
+          memo[car] = True
+    return memo[car]
+
+  moved, scored = [], 0
+  for l, i in cars:
+    if can_move((l, i), frozenset()):
+      if i + 1 == len(m.lanes[l]) - 1:
+        scored += 1
+      else:
+        moved.append((l, i + 1))
+    else:
+      moved.append((l, i))
+  counters = list(counters)
+  cells = [m.lanes[l][i] for l, i in moved]
+  for l, lane in enumerate(m.lanes):
+    if counters[l] > 0 and lane[0] not in cells:
+      moved.append((l, 0))
+      counters[l] -= 1
+  cells = [m.lanes[l][i] for l, i in moved]
+  crash = 0
+  for cell in set(cells):
+    if cells.count(cell) >= 2:
+      crash += cells.count(cell) - 1
+  left = {car for car in moved if cells.count(m.lanes[car[0]][car[1]]) == 1}
+  return left, counters, scored, crash
+
+
+def random_boards(game, rng, num):
+  m = game.map
+  L, A = len(m.lanes), m.max_lane_length
+  boards = []
+  for _ in range(num):
+    occ, used = np.zeros((L, A), bool), set()
+    density = rng.uniform(0.1, 0.9)
+    for l in rng.permutation(L):
+      for i in range(len(m.lanes[l]) - 1):
+        if rng.random() < density and m.lanes[l][i] not in used:
+          occ[l, i] = True
+          used.add(m.lanes[l][i])
+    red = rng.random(len(m.lights)) < 0.5
+    counters = rng.integers(0, game.capacities + 1)
+    boards.append((occ, red, counters))
+  return boards
+
+
+@pytest.mark.parametrize("spec", [None, MERGE, TRIPLE, LIGHT_ON_CROSSING],
+                         ids=["tutorial", "merge", "triple", "light_on_crossing"])
+def test_step_matches_reference_on_random_boards(spec, tmp_path):
+  env = envs.make("carchess") if spec is None else map_env(tmp_path, spec)
+  game = env.game
+  boards = random_boards(game, np.random.default_rng(0), 300)
+  g0 = game.init(jax.random.key(0))
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(boards),) + x.shape), g0)
+  batch = batch.replace(cars=jnp.asarray(np.stack([b[0] for b in boards])),
+                        red=jnp.asarray(np.stack([b[1] for b in boards])),
+                        counters=jnp.asarray(np.stack([b[2] for b in boards]), jnp.int32))
+  g2, scored, crashes = jax.device_get(jax.jit(jax.vmap(game.simulation_step))(batch))
+  for k, (occ, red, counters) in enumerate(boards):
+    cars = [(int(l), int(i)) for l, i in zip(*np.nonzero(occ))]
+    want = reference_step(game.map, cars, red, counters)
+    got = ({(int(l), int(i)) for l, i in zip(*np.nonzero(g2.cars[k]))},
+           g2.counters[k].tolist(), int(scored[k]), int(crashes[k]))
+    assert got == (want[0], want[1], want[2], want[3]), f"board {k}"
+
+
+# Invariants over random play.
+
+def test_invariants_over_random_play(env):
+  game = env.game
+  batch, steps = 256, env.max_game_length
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    s = jax.vmap(env.init)(jax.random.split(k0, batch))
+
+    def body(s, k):
+      a = jax.vmap(random_action)(s, jax.random.split(k, batch))
+      s2 = jax.vmap(env.step)(s, a)
+      return s2, (s.game, s2.game, s2.rewards, s.current_player)
+
+    return jax.lax.scan(body, s, jax.random.split(k1, steps))[1]
+
+  before, after, rewards, player = jax.device_get(run(jax.random.key(7)))
+  # Cars are conserved.
+  on_board = after.cars.sum((-1, -2))
+  assert np.array_equal(after.spawned, after.scored + after.crashed + on_board)
+  assert after.spawned.max() > 0 and after.crashed.max() > 0 and after.scored.max() > 0
+  # No two cars on one cell after a step.
+  cells = game._cell  # pylint: disable=protected-access
+  flat = after.cars.reshape(steps * batch, -1)
+  for row in flat[flat.any(-1)]:
+    occupied = cells.reshape(-1)[row]
+    assert len(occupied) == len(set(occupied.tolist()))
+  # Counters stay within their caps.
+  assert after.counters.min() >= 0 and np.all(after.counters <= game.capacities)
+  # Rewards: equal for both players, only at the end of a round, bounded, and
+  # equal to 2 per car scored minus the crash count.
+  assert np.all(rewards[..., 0] == rewards[..., 1])
+  r = rewards[..., 0]
+  d_scored = after.scored - before.scored
+  d_crash = after.crashes - before.crashes
+  np.testing.assert_allclose(r, 2.0 * d_scored - d_crash)
+  end = player == env.num_players - 1
+  assert not np.any(r[~end])
+  m, lanes = 5, 4
+  stand = int(game._stand.sum())  # pylint: disable=protected-access
+  assert r.max() <= 2.0 * m * lanes and r.min() >= -1.0 * m * stand
+  assert np.all(d_scored <= m * lanes)
+  assert r[end].std() > 0
+
+
+# Maps and parameters.
+
+def test_tutorial_map_matches_rules_md():
+  m = carchess_maps.load_map("tutorial")
+  assert (m.height, m.width, m.num_lanes, m.max_lane_length) == (10, 10, 4, 10)
+  assert m.lanes[0] == tuple((4, 9 - i) for i in range(10))
+  assert m.lanes[1] == tuple((9 - i, 5) for i in range(10))
+  assert m.lanes[2] == tuple((5, i) for i in range(10))
+  assert m.lanes[3] == tuple((i, 4) for i in range(10))
+  assert m.lights == ((3, 4), (4, 6), (5, 3), (6, 5))
+  assert "tutorial" in carchess_maps.available_maps()
+  assert carchess_maps.parse_map(carchess_maps.map_to_spec(m)) == m
+
+
+def test_a_new_map_is_data_only(tmp_path):
+  env = map_env(tmp_path, TRIPLE, players=1, rounds=3)
+  assert env.observation_shape == (5, 5, 3 + 1 + 2 + 1 + 3)
+  assert env.num_chance_outcomes == 2  # floor((5 - 2) * 0.5) = 1
+  out = jax.jit(lambda k: carchess_players.play(env, carchess_players.random_policy, k, 8))(
+      jax.random.key(0))
+  assert out.shape == (8,)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(map="nowhere"), "unknown map 'nowhere'; available maps: .*tutorial"),
+    (dict(map="/nonexistent/x.json"), "cannot read map file"),
+    (dict(players=5), "players must be in 1..4"),
+    (dict(players=0), "players must be in 1..4"),
+    (dict(rounds=0), "rounds must be >= 1"),
+    (dict(sim_steps=0), "sim_steps must be >= 1"),
+    (dict(density=0.0), r"density must be in \(0, 1\]"),
+    (dict(spawn_min=3, spawn_max=2), "spawn_min <= spawn_max"),
+    (dict(spawn_max=4.0), "must be of type int"),
+])
+def test_bad_params(params, match):
+  with pytest.raises(ValueError, match=match):
+    envs.make("carchess", **params)
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(height=0), "height must be a positive integer"),
+    (dict(lanes=[]), "'lanes' must be a non-empty list"),
+    (dict(lanes=[{"start": [0, 0], "path": "EX"}]), "string of N/S/E/W"),
+    (dict(lanes=[{"start": [0, 3], "path": "EEE"}]), "outside the 5 x 5 grid"),
+    (dict(lanes=[{"cells": [[0, 0], [0, 2], [0, 3]]}]), "not neighbours"),
+    (dict(lanes=[{"start": [0, 0], "path": "E"}]), "needs >= 3"),
+    (dict(lanes=[{"start": [0, 0], "path": "EWE"}]), "visits a cell twice"),
+    (dict(lights=[[4, 4]]), "not on a lane cell"),
+    (dict(lights=[[2, 1], [2, 1]]), "two lights on one cell"),
+])
+def test_bad_maps(change, match):
+  spec = {**TRIPLE, **change}
+  with pytest.raises(ValueError, match=match):
+    carchess_maps.parse_map(spec)
+  with pytest.raises(ValueError, match="missing field"):
+    carchess_maps.parse_map({"name": "x"})
+
+
+# Policies.
+
+def test_greedy_takes_the_best_round(env):
+  # Lane 0's queue waits at its red light; every other lane is empty. Player 1
+  # (the last mover) should release it: toggling light 1 lets both cars reach
+  # the end within the round's 5 steps plus 4 more; no other light scores.
+  g = board(env, cars=[(0, 3), (0, 2)], red=[True, True, True, True], turn=1)
+  state = env.init(jax.random.key(0))
+  state = state.replace(game=g, current_player=jnp.int32(1),
+                        legal_action_mask=env.game.legal_action_mask(g))
+  policy = jax.jit(jax.vmap(carchess_players.make_policy(env, "greedy"),
+                            in_axes=(None, 0)))
+  picks = policy(state, jax.random.split(jax.random.key(0), 16))
+  assert set(np.asarray(picks).tolist()) == {46}
+  values = carchess_players.round_rewards(env.game, g, 4)
+  assert float(values[1, 1]) == 4.0 and float(values[0, 0]) == 0.0
+  # Within the round alone (5 steps) the released queue does not score yet.
+  assert float(carchess_players.round_rewards(env.game, g)[1, 1]) == 0.0
+
+
+def test_policies_pick_legal_actions(env):
+  for name in carchess_players.POLICIES:
+    policy = carchess_players.make_policy(env, name)
+
+    @jax.jit
+    def run(key, policy=policy):
+      s = jax.vmap(env.reset)(jax.random.split(key, 16))
+
+      def body(s, k):
+        ka, kc = jax.random.split(k)
+        a = jax.vmap(policy)(s, jax.random.split(ka, 16))
+        legal = jnp.take_along_axis(s.legal_action_mask, a[:, None], 1)[:, 0]
+        s = jax.vmap(env.step)(s, a, jax.random.split(kc, 16))
+        return s, legal
+
+      return jax.lax.scan(body, s, jax.random.split(key, 20))[1]
+
+    assert np.all(np.asarray(run(jax.random.key(0))))
+  with pytest.raises(ValueError, match="valid: random, greedy"):
+    carchess_players.make_policy(env, "smart")
+
+
+@pytest.mark.slow
+def test_greedy_beats_random():
+  env = envs.make("carchess")
+  scores = {}
+  for name in carchess_players.POLICIES:
+    pol = carchess_players.make_policy(env, name)
+    scores[name] = np.asarray(jax.jit(
+        lambda k: carchess_players.play(env, pol, k, 1000))(jax.random.key(0)))
+  assert scores["greedy"].mean() > scores["random"].mean() + 10
