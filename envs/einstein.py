@@ -63,6 +63,9 @@ PLACEMENTS = ("random", "chance", "standard")
 NUM_PLANES = 19
 # Square-index step of the three moves in the mover's view: diag, down, right.
 _STEP = np.array([SIZE + 1, SIZE, 1], np.int32)
+# _INSIDE[square, d]: the view move d from `square` stays on the board.
+_INSIDE = np.array([[r < SIZE - 1 and c < SIZE - 1, r < SIZE - 1, c < SIZE - 1]
+                    for r in range(SIZE) for c in range(SIZE)], bool)
 # Start squares in OpenSpiel's row-major fill order.
 _START = np.array([[0, 1, 2, 5, 6, 10], [14, 18, 19, 22, 23, 24]], np.int32)
 # OpenSpiel direction of each view direction d, per player: (dr, dc) offsets
@@ -228,13 +231,9 @@ class Einstein(Game):
 
   def legal_action_mask(self, g: EinsteinState) -> jax.Array:
     src, movable = self._mover_view(g)
-    row, col = src // SIZE, src % SIZE
-    inside = jnp.stack([(row < SIZE - 1) & (col < SIZE - 1), row < SIZE - 1,
-                        col < SIZE - 1], axis=-1)  # [6, 3]
-    ok = movable[:, None] & inside & (src[:, None] >= 0)
-    ids = 3 * src[:, None] + jnp.arange(3)
-    hits = (ids[..., None] == jnp.arange(NUM_ACTIONS)) & ok[..., None]
-    return jnp.any(hits, axis=(0, 1))
+    # Squares (in the mover's view) holding a piece that may move.
+    active = jnp.any((src[:, None] == jnp.arange(NUM_SQUARES)) & movable[:, None], axis=0)
+    return (active[:, None] & jnp.asarray(_INSIDE)).reshape(NUM_ACTIONS)
 
   def chance_probs(self, g: EinsteinState) -> jax.Array:
     die = jnp.full((6,), 1.0 / 6, jnp.float32)
@@ -281,13 +280,13 @@ class Einstein(Game):
     mine = jnp.where(player == 0, g.pos[0], g.pos[1])
     theirs = jnp.where(player == 0, g.pos[1], g.pos[0])
     squares = view_squares(jnp.concatenate([mine, theirs]), player)  # [12]
-    pieces = squares[:, None] == jnp.arange(NUM_SQUARES)  # [12, 25]
+    pieces = jnp.arange(NUM_SQUARES)[:, None] == squares  # [25, 12]
     movable = jnp.where(player == g.to_move, selectable(mine, g.die), False)
     movable = movable & (g.die >= 0) & (mine >= 0)
-    movable_plane = jnp.any(pieces[:NUM_PIECES] & movable[:, None], axis=0)
-    die = jnp.broadcast_to((jnp.arange(6) == g.die)[:, None], (6, NUM_SQUARES))
-    planes = jnp.concatenate([pieces, die, movable_plane[None]], axis=0)
-    return planes.astype(jnp.float32).T.reshape(SIZE, SIZE, NUM_PLANES)
+    movable_plane = jnp.any(pieces[:, :NUM_PIECES] & movable, axis=1)
+    die = jnp.broadcast_to(jnp.arange(6) == g.die, (NUM_SQUARES, 6))
+    planes = jnp.concatenate([pieces, die, movable_plane[:, None]], axis=1)
+    return planes.astype(jnp.float32).reshape(SIZE, SIZE, NUM_PLANES)
 
   def render(self, g: EinsteinState) -> str:
     pos = np.asarray(g.pos)
@@ -311,14 +310,15 @@ class Einstein(Game):
     return "\n".join(lines + [status])
 
   def action_to_string(self, g: EinsteinState, action: int) -> str:
+    """E.g. "w3-up (4, 2)->(3, 2)": piece, OpenSpiel's direction word, squares."""
     if not 0 <= action < NUM_ACTIONS:
       return str(action)
     p = int(g.to_move)
     src_view, d = divmod(action, 3)
     tgt_view = src_view + int(_STEP[d])
-    src = int(view_squares(jnp.int32(src_view), p))
-    tgt = int(view_squares(jnp.int32(tgt_view), p))
-    mine = np.asarray(g.pos[p])
+    src, tgt = ((src_view, tgt_view) if p == 0 else
+                (NUM_SQUARES - 1 - src_view, NUM_SQUARES - 1 - tgt_view))
+    mine = np.asarray(g.pos)[p]
     piece = [k + 1 for k in range(NUM_PIECES) if mine[k] == src]
     name = f"{'bw'[p]}{piece[0] if piece else '?'}"
     words = (("diag", "down", "right"), ("diag", "up", "left"))[p]

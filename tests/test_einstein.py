@@ -2,6 +2,8 @@
 reference opponents (the OpenSpiel differential test is in
 `test_einstein_openspiel.py`)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +20,7 @@ ENV = envs.make("einstein")
 GAME = ENV.game
 apply_action = jax.jit(GAME.apply_action)
 legal_mask = jax.jit(GAME.legal_action_mask)
+selectable = jax.jit(einstein.selectable)
 
 
 def moves(g):
@@ -34,6 +37,18 @@ def action_named(g, name):
   raise AssertionError(f"{name} is not legal; legal: {moves(g)}")
 
 
+@functools.lru_cache(maxsize=None)
+def emm_policy(depth):
+  """The jitted expectiminimax policy (compiled once per depth)."""
+  return jax.jit(make_expectiminimax_policy(ENV, depth=depth))
+
+
+def batch_of_one(g):
+  """A batch of one env `State` around a hand-built game state."""
+  return jax.tree.map(lambda x: x[None], env_state(g))
+
+
+@jax.jit
 def env_state(g):
   """An env `State` around a hand-built game state."""
   return ENV._make_state(g, rewards=jnp.zeros((2,), jnp.float32),  # pylint: disable=protected-access
@@ -58,7 +73,7 @@ def test_die_selects_named_or_nearest_pieces(face, expected):
   g = position(black={2: (0, 0), 5: (2, 2)}, white={1: (4, 4)}, to_move=0, die=face)
   movers = {int(m[1]) for m in moves(g)}
   assert movers == expected
-  sel = np.flatnonzero(np.asarray(einstein.selectable(g.pos[0], jnp.int32(face - 1))))
+  sel = np.flatnonzero(np.asarray(selectable(g.pos[0], jnp.int32(face - 1))))
   assert set(sel + 1) == expected
 
 
@@ -132,18 +147,18 @@ def test_win_by_capturing_the_last_enemy_piece(side):
 
 def test_standard_layout_and_first_turn():
   env = envs.make("einstein", placement="standard")
-  s = env.init(jax.random.key(0))
+  s = jax.jit(env.init)(jax.random.key(0))
   assert squares(s.game, 0) == {1: (0, 0), 2: (0, 1), 3: (0, 2), 4: (1, 0), 5: (1, 1), 6: (2, 0)}
   assert squares(s.game, 1) == {1: (4, 4), 2: (4, 3), 3: (4, 2), 4: (3, 4), 5: (3, 3), 6: (2, 4)}
   # Player 1 moves first, after a fair die.
   assert int(s.current_player) == CHANCE
   np.testing.assert_allclose(s.chance_probs, np.full(6, 1 / 6), rtol=1e-6)
-  s = env.step(s, jnp.int32(2))  # face 3
+  s = jax.jit(env.step)(s, jnp.int32(2))  # face 3
   assert int(s.current_player) == 1
   assert moves(s.game) == {"w3-diag", "w3-up", "w3-left"}
   # OpenSpiel ids ((5 row + col) * 6 + direction) * 2 + capture, piece at (4, 2).
-  os_ids = {int(einstein.to_openspiel_action(s.game, jnp.int32(a)))
-            for a in np.flatnonzero(s.legal_action_mask)}
+  to_os = jax.jit(einstein.to_openspiel_action)
+  os_ids = {int(to_os(s.game, jnp.int32(a))) for a in np.flatnonzero(s.legal_action_mask)}
   assert os_ids == {((5 * 4 + 2) * 6 + d) * 2 for d in (3, 4, 5)}
 
 
@@ -165,10 +180,11 @@ def test_chance_placement_nodes():
   env = envs.make("einstein", placement="chance")
   assert env.num_chance_outcomes == 720
   s = env.init(jax.random.key(0))
-  for side, outcome in ((0, 0), (1, 719)):
+  step = jax.jit(env.step)
+  for outcome in (0, 719):
     assert int(s.current_player) == CHANCE
     np.testing.assert_allclose(s.chance_probs, np.full(720, 1 / 720), rtol=1e-6)
-    s = env.step(s, jnp.int32(outcome))
+    s = step(s, jnp.int32(outcome))
   std = envs.make("einstein", placement="standard").init(jax.random.key(0))
   np.testing.assert_array_equal(s.game.pos, std.game.pos)
   # Then only the die: outcomes 0..5.
@@ -230,20 +246,18 @@ def test_bad_params_and_positions():
 
 def test_random_policy_plays_legal_moves_and_chance():
   policy = jax.jit(make_random_policy(ENV))
-  s = jax.vmap(ENV.init)(jax.random.split(jax.random.key(0), 8))
+  s = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.key(0), 8))
   a = policy(s, jax.random.key(1))
   assert np.all((0 <= a) & (a < 6))  # die outcomes at the first chance node
-  s = jax.vmap(ENV.step)(s, a)
+  s = jax.jit(jax.vmap(ENV.step))(s, a)
   a = policy(s, jax.random.key(2))
   assert np.all(np.asarray(s.legal_action_mask)[np.arange(8), np.asarray(a)])
 
 
 def test_expectiminimax_takes_a_win():
   g = position(black={4: (3, 3), 5: (0, 0)}, white={1: (0, 4), 2: (4, 0)}, to_move=0, die=4)
-  for depth in (1, 2):
-    policy = make_expectiminimax_policy(ENV, depth=depth)
-    a = policy(jax.tree.map(lambda x: x[None], env_state(g)), jax.random.key(0))
-    assert GAME.action_to_string(g, int(a[0])).startswith("b4-diag")
+  a = emm_policy(2)(batch_of_one(g), jax.random.key(0))
+  assert GAME.action_to_string(g, int(a[0])).startswith("b4-diag")
 
 
 def test_expectiminimax_averages_the_die():
@@ -252,13 +266,13 @@ def test_expectiminimax_averages_the_die():
   g = position(black={2: (0, 1), 5: (2, 3)}, white={1: (1, 1), 6: (4, 0)},
                to_move=0, die=2)
   no_eval = lambda h, p: jnp.float32(0.0)
-  actions, valid, values = expectiminimax_values(GAME, g, 2, no_eval)
+  search = jax.jit(lambda h: expectiminimax_values(GAME, h, 2, no_eval))
+  actions, valid, values = search(g)
   got = {GAME.action_to_string(g, int(a)).split()[0]: float(v)
          for a, ok, v in zip(actions, valid, values) if ok}
   assert set(got) == {"b2-diag", "b2-down", "b2-right"}
   np.testing.assert_allclose(got["b2-diag"], -5 / 6, rtol=1e-6)
   np.testing.assert_allclose(got["b2-right"], -5 / 6, rtol=1e-6)
   np.testing.assert_allclose(got["b2-down"], 0.0, atol=1e-7)
-  policy = make_expectiminimax_policy(ENV, depth=2)
-  a = policy(jax.tree.map(lambda x: x[None], env_state(g)), jax.random.key(0))
+  a = emm_policy(2)(batch_of_one(g), jax.random.key(0))
   assert GAME.action_to_string(g, int(a[0])).startswith("b2-down")
