@@ -130,6 +130,11 @@ class Breakthrough(Game):
     """Pieces each side starts with."""
     return self.columns * (2 if self.rows >= ROWS_FOR_TWO_ROWS else 1)
 
+  @property
+  def max_legal_actions(self) -> int:
+    """A bound on the legal actions of a position: three per piece."""
+    return 3 * self.pieces_per_side
+
   def initial_board(self) -> np.ndarray:
     """int8 `[rows, columns]`: the starting position."""
     board = np.zeros((self.rows, self.columns), np.int8)

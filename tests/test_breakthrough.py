@@ -13,8 +13,8 @@ import envs
 from envs import CHANCE, TERMINAL
 from envs.breakthrough import BLACK, EMPTY, WHITE, action_tables
 from envs.testing import random_playout
-from envs.breakthrough_players import (make_player, rollout_value,
-                                       uniform_legal_action)
+from envs.breakthrough_players import (legal_slots, make_player,
+                                       rollout_value, uniform_legal_action)
 
 
 def _env(rows=5, columns=5):
@@ -211,6 +211,8 @@ def test_bad_params():
     make_player(_env(), "alphabeta")
   with pytest.raises(ValueError, match="num_simulations"):
     make_player(_env(), "mcts", num_simulations=0)
+  with pytest.raises(ValueError, match="max_legal_actions must be in 1..300"):
+    make_player(_env(), "mcts", max_legal_actions=301)
 
 
 def test_uniform_legal_action():
@@ -226,6 +228,19 @@ def test_uniform_legal_action():
   assert set(draws[:, 3]) == {0}  # no legal action
   counts = np.bincount(draws[:, 0], minlength=300)[[3, 40, 299]]
   assert counts.min() > 850  # 1000 expected each; 850 is > 5 sigma away
+
+
+def test_legal_slots_and_bound():
+  mask = np.zeros((2, 300), bool)
+  mask[0, [7, 3, 250]] = True
+  actions, valid = jax.jit(legal_slots, static_argnums=1)(jnp.asarray(mask), 5)
+  np.testing.assert_array_equal(actions[0, :3], [3, 7, 250])
+  np.testing.assert_array_equal(valid, [[1, 1, 1, 0, 0], [0, 0, 0, 0, 0]])
+  # The slot bound (three moves a piece) holds at the start and in play.
+  for rows in (5, 8):
+    env = _env(rows, rows)
+    t = random_playout(env, jax.random.key(rows), 8, 40)
+    assert t["legal_action_mask"].sum(-1).max() <= env.game.max_legal_actions
 
 
 def test_rollout_value_at_decided_positions():
