@@ -280,12 +280,15 @@ def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
       jnp.where(node.kind == _CHOICE, jnp.minimum(slot, num_actions - 1), 0))
   out = recurrent_fn(params, model_key, unified.astype(jnp.int32),
                      node.embedding)
-  chex.assert_shape(out.reward, (batch_size,))
-  chex.assert_shape(out.value, (batch_size,))
-  chex.assert_shape(out.policy_logits, (batch_size, num_actions))
-  chex.assert_shape(out.chance_logits, (batch_size, num_outcomes))
-  chex.assert_shape(out.identity_logits, (batch_size, num_players + 2))
-  chex.assert_trees_all_equal_shapes_and_dtypes(out.embedding, node.embedding)
+  for name, shape in (("reward", (batch_size,)), ("value", (batch_size,)),
+                      ("policy_logits", (batch_size, num_actions)),
+                      ("chance_logits", (batch_size, num_outcomes)),
+                      ("identity_logits", (batch_size, num_players + 2))):
+    chex.assert_shape(getattr(out, name), shape,
+                      custom_message=f"recurrent_fn output {name}")
+  chex.assert_trees_all_equal_shapes_and_dtypes(
+      out.embedding, node.embedding,
+      custom_message="recurrent_fn embedding vs the root embedding")
 
   logits = out.identity_logits
   if not config.terminal_nodes:

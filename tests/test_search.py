@@ -105,8 +105,13 @@ def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players,
 _run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
 
 
-def _jnp(t):
-  return jax.tree.map(jnp.asarray, t)
+def _jnp(t, num_rows=40):
+  """Device tables, padded with unreachable rows to `num_rows` so that tests
+  of one shape share a compiled search."""
+  def pad(x):
+    extra = max(num_rows - x.shape[0], 0)
+    return jnp.asarray(np.pad(x, [(0, extra)] + [(0, 0)] * (x.ndim - 1)))
+  return jax.tree.map(pad, t)
 
 
 # ----------------------------------------------------------------------------
@@ -566,9 +571,9 @@ def test_chance_node_prior_minus_visits_is_exact():
 
 
 # The sampling tests share one compiled search: default (sampling) modes,
-# Dirichlet noise on, 100 simulations, a batch of 128.
-_SAMPLE_CONFIG = SearchConfig(num_simulations=100)
-_SAMPLE_BATCH = 128
+# Dirichlet noise on, 80 simulations, a batch of 64.
+_SAMPLE_CONFIG = SearchConfig(num_simulations=80)
+_SAMPLE_BATCH = 64
 
 
 def _run_sample(t):
@@ -582,8 +587,8 @@ def test_chance_node_samples_in_proportion():
   probs = np.array([0.4, 0.3, 0.2, 0.1])
   visits = _chance_node_visits(_run_sample(_chance_fan_tables(probs))).sum(0)
   assert visits.sum() == _SAMPLE_BATCH * (_SAMPLE_CONFIG.num_simulations - 1)
-  # 12,672 draws: one standard error of a frequency is below 0.0045.
-  np.testing.assert_allclose(visits / visits.sum(), probs, atol=0.025)
+  # 5,056 draws: one standard error of a frequency is below 0.007.
+  np.testing.assert_allclose(visits / visits.sum(), probs, atol=0.03)
 
 
 def test_identity_head_is_sampled():
@@ -601,10 +606,10 @@ def test_identity_head_is_sampled():
   parent_kind = np.take_along_axis(kind, np.maximum(parents, 0), 1)
   drawn = (parents >= 0) & (parent_kind != 2)
   cls = np.where(kind == 0, player, np.where(kind == 1, 2, 3))[drawn]
-  assert cls.size > 3000
-  # One standard error of a frequency is below 0.01.
+  assert cls.size > 1500
+  # One standard error of a frequency is below 0.013.
   np.testing.assert_allclose(np.bincount(cls, minlength=4) / cls.size, probs,
-                             atol=0.04)
+                             atol=0.05)
   assert np.all(kind[parent_kind == 2] == 2)
 
 
@@ -682,7 +687,7 @@ def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
 
 def test_jit_vmap_and_illegal_actions_never_chosen():
   rng = np.random.default_rng(9)
-  t = _jnp(_random_tables(rng, 30, 3, 4, 2))
+  t = _jnp(_random_tables(rng, 40, 3, 4, 2))
   legal = jnp.array([[True, False, True], [False, True, False],
                      [True, True, True]])
   run = functools.partial(_run_impl, num_players=2, payoff="zero_sum",
@@ -709,10 +714,12 @@ def test_recurrent_output_shapes_are_checked():
   def bad_recurrent(params, rng_key, action, embedding):
     out = _table_recurrent(params, rng_key, action, embedding)
     return out.replace(identity_logits=out.identity_logits[:, :3])
-  with pytest.raises(AssertionError):
-    ndmz_search(t, jax.random.PRNGKey(0), _table_root(t, jnp.array([1])),
-                bad_recurrent, jnp.ones((1, 2), bool), num_players=2,
-                payoff="zero_sum", config=SearchConfig(num_simulations=2))
+  run = jax.jit(lambda key: ndmz_search(
+      t, key, _table_root(t, jnp.array([1])), bad_recurrent,
+      jnp.ones((1, 2), bool), num_players=2, payoff="zero_sum",
+      config=SearchConfig(num_simulations=2)))
+  with pytest.raises(AssertionError, match="identity_logits"):
+    run(jax.random.PRNGKey(0))
 
 
 def test_bad_arguments_raise_value_error():
