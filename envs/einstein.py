@@ -35,7 +35,8 @@ d = 0 diagonal (+1, +1), 1 down the column (+1, 0), 2 along the row (0, +1).
 OpenSpiel's 300 actions `((5 * row + col) * 6 + direction) * 2 + capture`.
 
 Observation: float32 `[5, 5, 19]` from the mover's view (the player about to
-move at decision nodes and at the die roll before their move): planes 0..5 the
+move at decision nodes and at the die roll before their move; at the end, the
+player who would move next, i.e. the loser): planes 0..5 the
 mover's pieces 1..6, 6..11 the opponent's pieces 1..6, 12..17 the die face
 (a constant plane, all zeros before the roll), 18 the mover's pieces that the
 die allows to move.

@@ -81,19 +81,19 @@ def uniform_choice(state, key):
                    pick(state.legal_action_mask))
 
 
-@pytest.fixture(scope="module")
-def trajectories():
-  """Our side: `NUM_GAMES` random games, every node recorded."""
+def record_games(num_games: int, key: jax.Array) -> dict:
+  """Our side: `num_games` random games (placement="chance") in one jitted
+  scan; numpy arrays `[max_game_length, num_games, ...]`, one row per node."""
   env = envs.make("einstein", placement="chance")
   steps = env.max_game_length
 
   @jax.jit
   def run(key):
     k0, k1 = jax.random.split(key)
-    s = jax.vmap(env.init)(jax.random.split(k0, NUM_GAMES))
+    s = jax.vmap(env.init)(jax.random.split(k0, num_games))
 
     def body(s, k):
-      a = jax.vmap(uniform_choice)(s, jax.random.split(k, NUM_GAMES))
+      a = jax.vmap(uniform_choice)(s, jax.random.split(k, num_games))
       n_chance = jnp.sum(s.chance_probs > 0, -1)
       # The possible outcomes are 0..n_chance-1, each equally likely.
       prefix = s.chance_probs[:, :1] * (jnp.arange(env.num_chance_outcomes)
@@ -110,22 +110,30 @@ def trajectories():
     _, rec = jax.lax.scan(body, s, jax.random.split(k1, steps))
     return rec
 
-  rec = jax.device_get(run(jax.random.key(2024)))
+  rec = jax.device_get(run(key))
   return {k: np.asarray(v) for k, v in rec.items()}
 
 
-def test_same_game_tree_as_openspiel(trajectories):
-  t = trajectories
+@pytest.fixture(scope="module")
+def trajectories():
+  return record_games(NUM_GAMES, jax.random.key(2024))
+
+
+def replay_in_openspiel(t: dict) -> None:
+  """Replays the recorded games in OpenSpiel and asserts they agree node by
+  node: player, chance outcomes, legal set, board, rewards, end, returns."""
+  num_games = t["player"].shape[1]
   game = pyspiel.load_game("einstein_wurfelt_nicht")
   per_game = {k: np.swapaxes(v, 0, 1) for k, v in t.items()}
   per_game["codes"] = board_codes(per_game.pop("pos"))
   lengths = []
-  for b in range(NUM_GAMES):
+  for b in range(num_games):
     g = {k: v[b].tolist() for k, v in per_game.items() if k != "mask"}
     mask = per_game["mask"][b]
     s = game.new_initial_state()
     step = 0
     while True:
+      assert step < len(g["player"]), f"game {b} outlasted max_game_length"
       player = g["player"][step]
       assert player == s.current_player(), (b, step)
       if player == CHANCE:
@@ -152,12 +160,23 @@ def test_same_game_tree_as_openspiel(trajectories):
   # The sample must exercise the rules: long and short games, both winners,
   # wins by elimination as well as by the corner.
   lengths = np.array(lengths)
-  final = t["pos"][lengths - 1, np.arange(NUM_GAMES)]
-  winner = np.argmax(t["rewards"][lengths - 1, np.arange(NUM_GAMES)], -1)
-  eliminated = np.all(final[np.arange(NUM_GAMES), 1 - winner] < 0, -1)
+  games = np.arange(num_games)
+  final = t["pos"][lengths - 1, games]
+  winner = np.argmax(t["rewards"][lengths - 1, games], -1)
+  eliminated = np.all(final[games, 1 - winner] < 0, -1)
   assert set(winner) == {0, 1}
   assert eliminated.any() and not eliminated.all()
   assert lengths.max() > 40 and lengths.min() < 20
+
+
+def test_same_game_tree_as_openspiel(trajectories):
+  replay_in_openspiel(trajectories)
+
+
+@pytest.mark.slow
+def test_same_game_tree_as_openspiel_many_games():
+  for seed in range(5):
+    replay_in_openspiel(record_games(4000, jax.random.key(100 + seed)))
 
 
 def test_openspiel_action_bijection_on_legal_moves(trajectories):
