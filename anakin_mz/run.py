@@ -134,6 +134,16 @@ def train(config: Config, *, logdir: str, resume: bool = False,
   latest_eval = ""
   sims = config.search.num_simulations
   try:
+    if tc.eval_every and last_eval == 0:
+      # The untrained agent's score: the start of the learning curve.
+      eval_key, k = jax.random.split(eval_key)
+      result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
+      result.update(update_step=0, env_steps=0.0, wall_s=time.perf_counter() - start)
+      evals.append(result)
+      writer.scalars(0, {k2: v for k2, v in result.items() if "/" in k2})
+      print(f"[eval] update 0 " + " ".join(
+          f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
+          if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))), flush=True)
     while int(_unreplicate(state.update_step)) < target:
       if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
         break
