@@ -18,6 +18,7 @@ Typical use:
     act = ns.optimal_policy(env)                 # jittable: act(state, key)
     a = ns.random_policy(state, key)             # jittable
     ev = ns.exact_win_probability(table, "optimal", env)   # or "random"
+    ns.first_mover_win_probability(env)          # optimal vs optimal
 
 Scoring an agent exactly: build its greedy move table with one batched network
 call per chunk of decision states, then evaluate it:
@@ -26,7 +27,9 @@ call per chunk of decision states, then evaluate it:
     ev = ns.exact_win_probability(table, "optimal", env)
     ev.win_probability  # averaged over who starts and the opening roll
 
-or enumerate the decision states yourself with `decision_states`.
+or enumerate the decision states yourself with `decision_states` (slices of
+`decision_index`), or build states for any (position, roll) with
+`position_states`; `state_position` ranks the position of a `State`.
 
 Policy tables: int `[N, d]`, entry `[p, r-1]` is the action (the env's action
 encoding: 0 enters from HOME, s moves the checker on spot s) at position p
@@ -56,7 +59,7 @@ from flax import struct
 
 import envs
 from envs import nannon
-from envs.core import CHANCE, Env, State
+from envs.core import Env, State
 
 # Solutions with at least this many positions are cached on disk.
 CACHE_MIN_POSITIONS = 100_000
@@ -277,7 +280,8 @@ class Solution:
   """values: float64 `[N]`, P(the mover wins) before its roll; policy: int8
   `[N, d]`, the optimal action per (position, roll), -1 with no decision
   (ties go to the lowest action); residual: max |T V - V|; iterations and
-  seconds of the value iteration (0 iterations when loaded from the cache)."""
+  seconds: of the solve (tables and value iteration) that produced it;
+  from_cache: loaded from disk rather than solved now."""
   points: int
   checkers: int
   die_sides: int
@@ -286,6 +290,7 @@ class Solution:
   residual: float
   iterations: int
   seconds: float
+  from_cache: bool = False
 
 
 def _bellman(v, succ, flip, lost, won):
@@ -325,6 +330,10 @@ def _greedy(v, succ, flip, lost, won, slot_action):
   return jnp.max(jnp.abs(tv - v)), jnp.where(decide, action, -1).astype(jnp.int8)
 
 
+# (points, checkers, die_sides) -> (tol, Solution): solutions of this process.
+_SOLVED = {}
+
+
 def _cache_path(n: int, k: int, d: int) -> str:
   root = os.environ.get("ANAKIN_MZ_CACHE",
                         os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz"))
@@ -332,7 +341,8 @@ def _cache_path(n: int, k: int, d: int) -> str:
 
 
 def solve(env: Optional[Env] = None, tol: float = 1e-12,
-          max_iterations: int = 100_000, cache: Optional[bool] = None) -> Solution:
+          max_iterations: int = 100_000, cache: Optional[bool] = None,
+          refresh: bool = False) -> Solution:
   """Solves a nannon configuration exactly by value iteration.
 
   Args:
@@ -342,6 +352,8 @@ def solve(env: Optional[Env] = None, tol: float = 1e-12,
     max_iterations: a bound on sweeps.
     cache: read/write the solution under $ANAKIN_MZ_CACHE (default
       ~/.cache/anakin_mz/). None: only for N >= CACHE_MIN_POSITIONS.
+    refresh: solve even if a cached solution exists (and rewrite it).
+      Without it, a solution already computed in this process is reused.
 
   Returns:
     A `Solution`; its `residual` is the Bellman residual of `values`.
@@ -351,11 +363,18 @@ def solve(env: Optional[Env] = None, tol: float = 1e-12,
   if cache is None:
     cache = num >= CACHE_MIN_POSITIONS
   path = _cache_path(n, k, d)
-  if cache and os.path.exists(path):
+  memo = _SOLVED.get((n, k, d))
+  if not refresh and memo is not None and memo[0] <= tol:
+    if cache and not os.path.exists(path):
+      _save(path, memo[1], memo[0])
+    return memo[1]
+  if cache and not refresh and os.path.exists(path):
     with np.load(path) as z:
       if float(z["tol"]) <= tol:
-        return Solution(n, k, d, z["values"], z["policy"], float(z["residual"]),
-                        0, 0.0)
+        sol = Solution(n, k, d, z["values"], z["policy"], float(z["residual"]),
+                       int(z["iterations"]), float(z["seconds"]), True)
+        _SOLVED[(n, k, d)] = (float(z["tol"]), sol)
+        return sol
   t0 = time.perf_counter()
   t = build_tables(n, k, d)
   with jax.enable_x64(True):
@@ -368,13 +387,18 @@ def solve(env: Optional[Env] = None, tol: float = 1e-12,
   seconds = time.perf_counter() - t0
   sol = Solution(n, k, d, np.asarray(v, np.float64), np.asarray(policy),
                  float(residual), int(it), seconds)
+  _SOLVED[(n, k, d)] = (tol, sol)
   if cache:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp.npz"
-    np.savez(tmp, values=sol.values, policy=sol.policy, residual=sol.residual,
-             tol=tol)
-    os.replace(tmp, path)
+    _save(path, sol, tol)
   return sol
+
+
+def _save(path: str, sol: Solution, tol: float) -> None:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  tmp = f"{path}.{os.getpid()}.tmp.npz"  # atomic: write, then rename
+  np.savez(tmp, values=sol.values, policy=sol.policy, residual=sol.residual,
+           tol=tol, iterations=sol.iterations, seconds=sol.seconds)
+  os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- players ----
@@ -653,6 +677,21 @@ def exact_win_probability(policy_table, opponent="optimal",
 
 
 def first_mover_win_probability(env: Optional[Env] = None) -> float:
-  """Optimal vs optimal: P(the side that makes the first move wins)."""
-  sol = solve(env)
-  return exact_win_probability(sol.policy, "optimal", env).when_starting
+  """Optimal vs optimal: P(the side that makes the first move wins).
+
+  Read off the solved values (V is the optimal-vs-optimal win probability):
+  the mean over the opening roll m of max_move (1 - V(successor)).
+  """
+  if env is None:
+    env = envs.make("nannon")
+  n, k, d = _config(env)
+  sol, t = solve(env), build_tables(n, k, d)
+  s0 = start_position(env)
+  v_ext = np.concatenate([sol.values, [2.0]])
+  total = 0.0
+  for m in range(1, d):
+    q = 1.0 - v_ext[t.succ[s0, m - 1]]
+    best = q.max() if (t.succ[s0, m - 1] < t.num_positions).any() \
+        else 1.0 - sol.values[t.flip[s0]]
+    total += (d - m) / (d * (d - 1) / 2) * best
+  return float(total)

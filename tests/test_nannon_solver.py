@@ -237,27 +237,29 @@ def test_simulated_optimal_vs_random_matches_exact(env, sol):
 
 def test_table_from_fn_and_players(env, sol):
   optimal = ns.optimal_policy(env)
-  table = ns.policy_table_from_fn(
-      env, lambda states: jax.vmap(optimal)(states), batch_size=4096)
+  act = jax.jit(jax.vmap(optimal))
+  table = ns.policy_table_from_fn(env, act, batch_size=8192)
   np.testing.assert_array_equal(table, sol.policy)
   states, pos, roll = ns.decision_states(env, first=100, count=300)
   assert states.current_player.shape == (300,)
   assert np.all(np.asarray(states.current_player) == 0)
   np.testing.assert_array_equal(np.asarray(states.game.die), roll)
   keys = jax.random.split(jax.random.key(0), 300)
-  a = np.asarray(jax.vmap(ns.random_policy)(states, keys))
+  a = np.asarray(jax.jit(jax.vmap(ns.random_policy))(states, keys))
   assert np.all(np.asarray(states.legal_action_mask)[np.arange(300), a])
-  a = np.asarray(jax.vmap(optimal)(states))
-  np.testing.assert_array_equal(a, sol.policy[pos, roll - 1])
 
 
-def tail_probability(env, turns):
-  """Exact P(a random-vs-random game lasts more than `turns` turns after the
-  opening move), by propagating the distribution over positions."""
+def tail_probability(env, turns, policy=None):
+  """Exact P(a game lasts more than `turns` turns after the opening move),
+  random vs random (or `policy` table vs itself), by propagating the
+  distribution over positions."""
   n, k, d = (env.params[x] for x in ("points", "checkers", "die_sides"))
   t = ns.build_tables(n, k, d)
   num = t.num_positions
   legal = t.succ < num
+  if policy is not None:  # keep only the policy's move
+    chosen = t.slot_action[:, None, :] == np.asarray(policy)[..., None]
+    legal &= chosen | ~t.decision[..., None]
   count = legal.sum(-1)
   # The opening: the starter moves m, P(m) proportional to d - m.
   s0 = ns.start_position(env)
@@ -279,20 +281,23 @@ def tail_probability(env, turns):
   return mass.sum()
 
 
-def test_max_game_length_is_virtually_never_hit(env):
+def test_max_game_length_is_virtually_never_hit(env, sol):
   # Each turn is at most two transitions (roll, move); the opening roll and
   # the first move are two: truncation needs (L - 2) / 2 more turns.
   turns = (env.max_game_length - 2) // 2
   assert tail_probability(env, turns) < 1e-12
+  assert tail_probability(env, turns, sol.policy) < 1e-12
   assert tail_probability(env, 10) > 1e-3  # the computation sees long games
 
 
 def test_cache_round_trip(env, sol, tmp_path, monkeypatch):
   monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
-  first = ns.solve(env, cache=True)
-  assert list(tmp_path.iterdir())
+  first = ns.solve(env, cache=True, refresh=True)
+  assert [f.name for f in tmp_path.iterdir()] == ["nannon_6-3-6_v1.npz"]
+  monkeypatch.setattr(ns, "_SOLVED", {})  # forget this process's solutions
   again = ns.solve(env, cache=True)
-  assert again.iterations == 0  # loaded
+  assert again.from_cache and not first.from_cache
+  assert again.iterations == first.iterations
   np.testing.assert_array_equal(again.values, first.values)
   np.testing.assert_array_equal(again.policy, sol.policy)
 
@@ -315,3 +320,4 @@ def test_12_5_6_solution():
   assert abs(np.mean(rewards == 1.0) - exact) < 4 * se
   turns = (env.max_game_length - 2) // 2
   assert tail_probability(env, turns) < 1e-12
+  assert tail_probability(env, turns, sol.policy) < 1e-12
