@@ -78,7 +78,9 @@ class SearchConfig:
 
   Attributes:
     num_simulations: simulations per search (each expands one node).
-    max_depth: maximum tree depth in edges (None: num_simulations).
+    max_depth: maximum tree depth in edges (None: num_simulations). As in
+      mctx, a simulation that hits the limit re-evaluates the node there
+      (with identity_mode="sample" its kind is drawn again).
     dirichlet_alpha: concentration of the root Dirichlet noise.
     dirichlet_fraction: weight of the noise in the root prior (0 disables it).
     pb_c_init: c_1 of the MuZero PUCT formula.

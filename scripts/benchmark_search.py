@@ -4,7 +4,9 @@ Both searches use the same small flax MLP (h, g, f; SELU, two hidden layers)
 and the same batch and number of simulations, and are timed in the same run:
 jit, one warm-up call, then the median over repeats of a blocking call (the
 two searches alternate, so a change of machine load hits both).
-Simulations/s = batch * num_simulations / seconds.
+Simulations/s = batch * num_simulations / seconds, by wall clock and by
+process CPU time (the steadier figure on a shared, loaded machine); the ratio
+is NDMZ / MuZero throughput.
 
     /tmp/venv/bin/python scripts/benchmark_search.py
     /tmp/venv/bin/python scripts/benchmark_search.py --batch 64 256 \\
@@ -81,16 +83,19 @@ class _Model(nn.Module):
 
 
 def _time_pair(fns, args, repeats):
-  """Median seconds of each fn; calls alternate so load drifts hit both."""
+  """Median wall and process-CPU seconds of each fn; the calls alternate so
+  that a change of machine load hits both."""
   for fn in fns:
     jax.block_until_ready(fn(*args))  # compile + warm-up
-  times = [[] for _ in fns]
+  wall, cpu = [[] for _ in fns], [[] for _ in fns]
   for _ in range(repeats):
-    for fn, record in zip(fns, times):
-      start = time.perf_counter()
+    for i, fn in enumerate(fns):
+      w, c = time.perf_counter(), time.process_time()
       jax.block_until_ready(fn(*args))
-      record.append(time.perf_counter() - start)
-  return [statistics.median(t) for t in times]
+      wall[i].append(time.perf_counter() - w)
+      cpu[i].append(time.process_time() - c)
+  return ([statistics.median(t) for t in wall],
+          [statistics.median(t) for t in cpu])
 
 
 def main():
@@ -146,18 +151,22 @@ def main():
   print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}); "
         f"MLP latent 64, hidden 2x256, A={a}, C={c}, P={p}; "
         f"{args.simulations} simulations; median of {args.repeats}")
-  print(f"{'batch':>6} {'ndmz sims/s':>13} {'muzero sims/s':>14} "
-        f"{'ndmz/muzero':>12}")
+  print("sims/s = batch * simulations / median seconds; 'cpu' divides by "
+        "the process CPU seconds instead of wall (steadier on a loaded "
+        "machine)")
+  print(f"{'batch':>6} {'ndmz sims/s':>12} {'muzero sims/s':>14} "
+        f"{'ratio':>6} | {'ndmz cpu':>9} {'muzero cpu':>11} {'ratio':>6}")
   for batch in args.batch:
     key = jax.random.PRNGKey(batch)
     obs = jax.random.normal(key, (batch, args.obs_dim))
     legal = jax.random.uniform(key, (batch, a)) < 0.7
     legal = legal.at[:, 0].set(True)
-    t_ndmz, t_muzero = _time_pair((run_ndmz, run_muzero),
-                                  (params, key, obs, legal), args.repeats)
+    (w_ndmz, w_muzero), (c_ndmz, c_muzero) = _time_pair(
+        (run_ndmz, run_muzero), (params, key, obs, legal), args.repeats)
     sims = batch * args.simulations
-    print(f"{batch:>6} {sims / t_ndmz:>13,.0f} {sims / t_muzero:>14,.0f} "
-          f"{t_muzero / t_ndmz:>12.2f}")
+    print(f"{batch:>6} {sims / w_ndmz:>12,.0f} {sims / w_muzero:>14,.0f} "
+          f"{w_muzero / w_ndmz:>6.2f} | {sims / c_ndmz:>9,.0f} "
+          f"{sims / c_muzero:>11,.0f} {c_muzero / c_ndmz:>6.2f}")
 
 
 if __name__ == "__main__":
