@@ -21,6 +21,10 @@ def _catch():
   return envs.make("catch", rows=4, columns=3)
 
 
+# Compiled: eager dispatch of the many small ops costs more than one compile.
+_terms = jax.jit(loss_terms, static_argnames=("value_head", "support_size"))
+
+
 def _batch(**over):
   b = dict(
       observation=jnp.zeros((NB, 1)),
@@ -49,7 +53,7 @@ def _zeros(v):
 
 
 def test_exact_terms_with_uniform_outputs():
-  t = loss_terms(_zeros(1), _batch())
+  t = _terms(_zeros(1), _batch())
   # Scalar heads predict 0: sum_k z^2, averaged over the 2 samples.
   np.testing.assert_allclose(t["value"], (1 + 0.25 + 0.0625) / 2, rtol=1e-6)
   np.testing.assert_allclose(t["reward"], (1 + 4) / 2, rtol=1e-6)
@@ -58,7 +62,7 @@ def test_exact_terms_with_uniform_outputs():
   np.testing.assert_allclose(t["chance"], 2 * np.log(2) / 2, rtol=1e-6)
   np.testing.assert_allclose(t["identity"], 2 * np.log(4), rtol=1e-6)
   # Categorical heads: the two-hot also sums to 1.
-  t = loss_terms(_zeros(5), _batch(), value_head="categorical", support_size=2)
+  t = _terms(_zeros(5), _batch(), value_head="categorical", support_size=2)
   np.testing.assert_allclose(t["value"], 3 * np.log(5), rtol=1e-6)
   np.testing.assert_allclose(t["reward"], 2 * np.log(5), rtol=1e-6)
 
@@ -71,7 +75,7 @@ def test_exact_terms_with_hand_set_logits():
   out["value_logits"] = out["value_logits"].at[0, 0, 0].set(0.75)
   out["identity_logits"] = out["identity_logits"].at[1, 1].set(
       jnp.array([0.0, 0.0, 0.0, jnp.log(5.0)]))   # p(terminal) = 5/8
-  t = loss_terms(out, _batch())
+  t = _terms(out, _batch())
   ce = -(0.5 * np.log(1 / 8) + 0.5 * np.log(2 / 8))
   np.testing.assert_allclose(t["policy"], (ce + 2 * np.log(3)) / 2, rtol=1e-6)
   np.testing.assert_allclose(t["value"], (0.0625 + 0.25 + 0.0625) / 2, rtol=1e-6)
@@ -88,7 +92,7 @@ def test_categorical_target_is_two_hot_of_h():
   logits = jnp.array([0.0, 1.0, 2.0, 3.0, 4.0])
   out["value_logits"] = out["value_logits"].at[0, 0].set(logits)
   batch = _batch(target_value=jnp.zeros((NB, K + 1)).at[0, 0].set(z))
-  t = loss_terms(out, batch, value_head="categorical", support_size=2)
+  t = _terms(out, batch, value_head="categorical", support_size=2)
   logp = np.asarray(jax.nn.log_softmax(logits))
   want = -(0.997 * logp[3] + 0.003 * logp[4])
   np.testing.assert_allclose(t["value"], (want + 5 * np.log(5)) / 2, rtol=1e-5)
@@ -98,7 +102,7 @@ def test_categorical_target_is_two_hot_of_h():
 
 
 def test_masks_are_honoured():
-  base = loss_terms(_zeros(1), _batch())
+  base = _terms(_zeros(1), _batch())
   out = _zeros(1)
   # Wild logits where the policy / chance masks are off change nothing.
   off_policy = ~_batch().policy_mask
@@ -107,13 +111,13 @@ def test_masks_are_honoured():
                                    jnp.array([30.0, -20.0, 7.0]), 0.0)
   out["chance_logits"] = jnp.where(off_chance[..., None],
                                    jnp.array([-40.0, 9.0]), 0.0)
-  t = loss_terms(out, _batch())
+  t = _terms(out, _batch())
   np.testing.assert_allclose(t["policy"], base["policy"], rtol=1e-6)
   np.testing.assert_allclose(t["chance"], base["chance"], rtol=1e-6)
   # ... and the same logits where the masks are on do change the terms.
   out["policy_logits"] = jnp.where(~off_policy[..., None],
                                    jnp.array([30.0, -20.0, 7.0]), 0.0)
-  assert float(loss_terms(out, _batch())["policy"]) > float(base["policy"]) + 1
+  assert float(_terms(out, _batch())["policy"]) > float(base["policy"]) + 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,7 +163,8 @@ def _catch_batch(n):
   return make(jax.random.PRNGKey(0))
 
 
-@pytest.mark.parametrize("value_head", ["scalar", "categorical"])
+@pytest.mark.parametrize("value_head", [
+    "scalar", pytest.param("categorical", marks=pytest.mark.slow)])
 def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   env = _catch()
   batch = _catch_batch(32)

@@ -56,18 +56,25 @@ def _probs(t):
   return list(np.roll([0.75, 0.25], t))
 
 
+# Compiled once per shape: eager dispatch of these many small ops costs more.
+_add = jax.jit(replay.add)
+_value_targets = jax.jit(replay.value_targets, static_argnames=(
+    "num_players", "payoff", "td_steps", "discount"))
+_start_mask = jax.jit(replay.start_mask, static_argnums=1)
+_jit_sample = jax.jit(replay.sample, static_argnums=(2,), static_argnames=(
+    "K", "num_players", "num_actions", "payoff", "td_steps", "discount"))
+
+
 def _buffer(lanes, num_players, capacity):
   example = jax.tree.map(lambda x: x[0, 0], _chunk(lanes, num_players))
   buf = replay.init_buffer(example, capacity, len(lanes))
-  return replay.add(buf, _chunk(lanes, num_players))
+  return _add(buf, _chunk(lanes, num_players))
 
 
 def _sample(buf, k, num_players, payoff, td_steps=0, discount=1.0, seed=0):
-  fn = jax.jit(replay.sample, static_argnums=(2,), static_argnames=(
-      "K", "num_players", "num_actions", "payoff", "td_steps", "discount"))
-  return jax.device_get(fn(buf, jax.random.PRNGKey(seed), N, K=k,
-                           num_players=num_players, num_actions=A,
-                           payoff=payoff, td_steps=td_steps, discount=discount))
+  return jax.device_get(_jit_sample(
+      buf, jax.random.PRNGKey(seed), N, K=k, num_players=num_players,
+      num_actions=A, payoff=payoff, td_steps=td_steps, discount=discount))
 
 
 def _check(batch, expected, k):
@@ -114,7 +121,7 @@ T_ID = 2  # terminal identity for P = 1
 
 def test_single_player_monte_carlo_targets():
   buf = _buffer([SINGLE], 1, capacity=8)
-  np.testing.assert_array_equal(np.asarray(replay.start_mask(buf, 2))[:, 0],
+  np.testing.assert_array_equal(np.asarray(_start_mask(buf, 2))[:, 0],
                                 [0, 1, 1, 0, 1, 0, 0, 0])
   expected = {
       1: dict(value=[1, 1, 0], reward=[0, 1], identity=[0, T_ID],
@@ -132,15 +139,15 @@ def test_single_player_monte_carlo_targets():
 
 def test_single_player_discount_and_td_steps():
   buf = _buffer([SINGLE], 1, capacity=8)
-  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+  g = np.asarray(_value_targets(buf, num_players=1, payoff="single",
                                       discount=0.5))[:, 0, 0]
   np.testing.assert_allclose(g[:7], [0.25, 0.5, 1, 0.85 / 2, 0.85, 0.7, 0.9],
                              atol=1e-6)
-  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+  g = np.asarray(_value_targets(buf, num_players=1, payoff="single",
                                       td_steps=1))[:, 0, 0]
   # t: r_t + value of the first decision step >= t+1 in the same episode.
   np.testing.assert_allclose(g, [0.5, 0.8, 1, 0.3, 1.1, 1.15, 0.9, 0], atol=1e-6)
-  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single",
+  g = np.asarray(_value_targets(buf, num_players=1, payoff="single",
                                       td_steps=2, discount=0.5))[:, 0, 0]
   np.testing.assert_allclose(
       g, [0.25 * 0.8, 0.5, 1, 0.25 + 0.25 * 0.6, 0.5 + 0.125 + 0.25 * 0.9, 0.7,
@@ -163,10 +170,10 @@ def test_truncation_bootstraps_from_the_last_decision():
       _step(0, valid=False), _step(0, valid=False),          # padding
   ]
   buf = _buffer([lane], 1, capacity=7)
-  g = np.asarray(replay.value_targets(buf, num_players=1, payoff="single"))
+  g = np.asarray(_value_targets(buf, num_players=1, payoff="single"))
   np.testing.assert_allclose(g[:, 0, 0], [0.1 + 0.2 + 0.7, 0.9, 0.7, 0.4, 0, 0, 0],
                              atol=1e-6)
-  np.testing.assert_array_equal(np.asarray(replay.start_mask(buf, 3))[:, 0],
+  np.testing.assert_array_equal(np.asarray(_start_mask(buf, 3))[:, 0],
                                 [1, 0, 1, 0, 1, 0, 0])
   expected = {
       0: dict(value=[1.0, 0.9, 0.7, 0.4], reward=[0.1, 0.2, 0.3],
@@ -199,7 +206,7 @@ P2_TERM, P2_CHANCE = 3, 2
 
 def test_zero_sum_points_of_view():
   buf = _buffer([_two_player([1.0, -1.0])], 2, capacity=6)
-  g = np.asarray(replay.value_targets(buf, num_players=2, payoff="zero_sum"))
+  g = np.asarray(_value_targets(buf, num_players=2, payoff="zero_sum"))
   np.testing.assert_allclose(
       g[:, 0], [[1, -1]] * 4 + [[0.7, -0.7]] * 2, atol=1e-6)
   expected = {
@@ -212,7 +219,7 @@ def test_zero_sum_points_of_view():
   }
   _check(_sample(buf, 2, 2, "zero_sum"), expected, 2)
   # n-step: the bootstrap value is the other player's search value, flipped.
-  g = np.asarray(replay.value_targets(buf, num_players=2, payoff="zero_sum",
+  g = np.asarray(_value_targets(buf, num_players=2, payoff="zero_sum",
                                       td_steps=1))[:, 0]
   np.testing.assert_allclose(g[0], [-0.3, 0.3], atol=1e-6)
   np.testing.assert_allclose(g[1], [0.9, -0.9], atol=1e-6)
@@ -246,12 +253,12 @@ def test_ring_wrap_around_and_write_head():
   lanes = [SINGLE, other]
   example = jax.tree.map(lambda x: x[0, 0], _chunk(lanes, 1))
   buf = replay.init_buffer(example, 5, 2)
-  buf = replay.add(buf, _chunk([l[:3] for l in lanes], 1))
-  buf = replay.add(buf, _chunk([l[3:] for l in lanes], 1, first_id=3))
+  buf = _add(buf, _chunk([l[:3] for l in lanes], 1))
+  buf = _add(buf, _chunk([l[3:] for l in lanes], 1, first_id=3))
   assert int(buf.write) == 2 and int(buf.count) == 5 and int(buf.added) == 7
   # Physical slots hold times [5, 6, 2, 3, 4].
   np.testing.assert_array_equal(buf.data.observation[:, 0, 0], [5, 6, 2, 3, 4])
-  mask = np.asarray(replay.start_mask(buf, 2))
+  mask = np.asarray(_start_mask(buf, 2))
   # Lane 0: starts at t=2 (ends there) and t=4; lane 1: t=2..4 (t+2 <= 6).
   np.testing.assert_array_equal(mask[:, 0], [0, 0, 1, 0, 1])
   np.testing.assert_array_equal(mask[:, 1], [0, 0, 1, 1, 1])
@@ -276,9 +283,9 @@ def test_sample_matches_a_real_env_rollout_shapes():
   buf = replay.init_buffer(replay.example_transition(env), 16, 2)
   assert buf.data.observation.shape == (16, 2, 4, 3, 1)
   assert buf.data.chance_probs.shape == (16, 2, 3)
-  assert not bool(replay.can_sample(buf, 2))
-  batch = replay.sample(buf, jax.random.PRNGKey(0), 4, K=2, num_players=1,
-                        num_actions=3, payoff="single")
+  assert not bool(jax.jit(replay.can_sample, static_argnums=1)(buf, 2))
+  batch = _jit_sample(buf, jax.random.PRNGKey(0), 4, K=2, num_players=1,
+                      num_actions=3, payoff="single")
   assert batch.target_policy.shape == (4, 3, 3)
   assert batch.target_chance.shape == (4, 3, 3)
   assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(batch)
@@ -291,9 +298,124 @@ def test_bad_arguments():
     replay.sample(buf, jax.random.PRNGKey(0), 4, K=2, num_players=1,
                   num_actions=A, payoff="general_sum")
   with pytest.raises(ValueError, match="num_players == 2"):
-    replay.value_targets(buf, num_players=3, payoff="zero_sum")
+    _value_targets(buf, num_players=3, payoff="zero_sum")
   with pytest.raises(ValueError, match="td_steps"):
-    replay.value_targets(buf, num_players=1, payoff="single", td_steps=-1)
+    _value_targets(buf, num_players=1, payoff="single", td_steps=-1)
   with pytest.raises(ValueError, match="does not fit"):
     replay.add(replay.init_buffer(jax.tree.map(lambda x: x[0, 0], _chunk([SINGLE], 1)), 3, 1),
                _chunk([SINGLE], 1))
+
+
+# ------------------------------------------- random lanes vs a plain reference
+
+def _random_lane(rng, length, num_players):
+  """Episodes of random decision/chance steps; some end by truncation, some
+  are followed by invalid padding steps."""
+  steps, t = [], 0
+  while len(steps) < length:
+    ep_len = int(rng.integers(1, 7))
+    trunc = bool(rng.random() < 0.3)
+    players = [int(rng.choice([CHANCE] + list(range(num_players))))
+               for _ in range(ep_len)]
+    for i, p in enumerate(players):
+      last = i == ep_len - 1
+      nxt = (TERMINAL if last else players[i + 1])
+      r = [float(x) for x in rng.integers(-2, 3, num_players)]
+      sv = float(np.round(rng.uniform(-1, 1), 2)) if p >= 0 else 0.0
+      action = int(rng.integers(0, A)) if p >= 0 else A + int(rng.integers(0, C))
+      steps.append(_step(p, action=action, r=r, sv=sv, nxt=nxt, done=last,
+                         trunc=last and trunc))
+    for _ in range(int(rng.integers(0, 2))):
+      steps.append(_step(0, valid=False))
+  return steps[:length]
+
+
+def _reference(window, num_players, payoff, k, td_steps, discount):
+  """Per-step value targets [T, P] and start flags, the slow obvious way."""
+  n = len(window)
+
+  def vvec(s):
+    if payoff == "zero_sum":
+      return np.array([s["sv"] if q == s["player"] else -s["sv"]
+                       for q in range(num_players)])
+    return np.full(num_players, s["sv"])
+
+  def seg_end(j):
+    for i in range(j, n):
+      s = window[i]
+      if s["done"] or i + 1 >= n or not window[i + 1]["valid"]:
+        return i
+    return n - 1
+
+  values, starts = np.zeros((n, num_players)), np.zeros(n, bool)
+  for j, s in enumerate(window):
+    if not s["valid"]:
+      continue
+    e = seg_end(j)
+    terminated = window[e]["done"] and not window[e]["trunc"]
+    decs = [i for i in range(j, e + 1) if window[i]["player"] >= 0]
+    stop, boot = e, None                      # Monte-Carlo, cut at the last decision
+    if not terminated and decs:
+      stop, boot = decs[-1], decs[-1]
+    if td_steps:
+      later = [i for i in decs if i >= j + td_steps]
+      if later and (boot is None or later[0] <= boot):
+        stop, boot = later[0], later[0]
+    g = np.zeros(num_players)
+    last = stop if boot is None else boot - 1
+    for i in range(j, last + 1):
+      g += discount ** (i - j) * np.asarray(window[i]["r"])
+    if boot is not None:
+      g += discount ** (boot - j) * vvec(window[boot])
+    values[j] = g
+    starts[j] = s["player"] >= 0 and (window[e]["done"] or j + k <= e)
+  return values, starts
+
+
+@pytest.mark.parametrize("payoff,num_players,td_steps,discount", [
+    ("single", 1, 0, 1.0), ("zero_sum", 2, 2, 0.9), ("collaborative", 2, 3, 0.8)])
+def test_random_lanes_match_the_reference(payoff, num_players, td_steps,
+                                          discount):
+  rng = np.random.default_rng(7)
+  cap, total, chunk, k, lanes_n = 12, 20, 5, 3, 3
+  lanes = [_random_lane(rng, total, num_players) for _ in range(lanes_n)]
+  for lane in lanes:  # rewards as lists of P
+    for s in lane:
+      s["r"] = list(np.resize(s["r"], num_players))
+  example = jax.tree.map(lambda x: x[0, 0], _chunk(lanes, num_players))
+  buf = replay.init_buffer(example, cap, lanes_n)
+  for start in range(0, total, chunk):
+    buf = _add(buf, _chunk([l[start:start + chunk] for l in lanes],
+                                 num_players, first_id=start))
+  slots = (int(buf.write) + np.arange(cap)) % cap      # logical -> physical
+  got_v = np.asarray(_value_targets(
+      buf, num_players=num_players, payoff=payoff, td_steps=td_steps,
+      discount=discount))
+  got_s = np.asarray(_start_mask(buf, k))
+  expected = {}
+  for b, lane in enumerate(lanes):
+    window = lane[total - cap:]
+    values, starts = _reference(window, num_players, payoff, k, td_steps,
+                                discount)
+    np.testing.assert_allclose(got_v[slots, b], values, atol=1e-5,
+                               err_msg=f"lane {b}")
+    np.testing.assert_array_equal(got_s[slots, b], starts, err_msg=f"lane {b}")
+    for j in np.flatnonzero(starts):
+      root = window[j]["player"]
+      e = next(i for i in range(j, cap) if window[i]["done"]
+               or i + 1 >= cap or not window[i + 1]["valid"])
+      alive = [j + i <= e for i in range(k + 1)]
+      at = lambda i: window[min(j + i, cap - 1)]
+      rel = lambda p: (p - root) % num_players if p >= 0 else (
+          num_players if p == CHANCE else num_players + 1)
+      expected[100 * b + total - cap + j] = dict(
+          value=[values[j + i, root] if alive[i] else 0 for i in range(k + 1)],
+          reward=[at(i)["r"][root] if alive[i] else 0 for i in range(k)],
+          identity=[rel(at(i)["nxt"]) if alive[i] else num_players + 1
+                    for i in range(k)],
+          actions=[at(i)["action"] if alive[i] else -1 for i in range(k)],
+          policy_mask=[alive[i] and at(i)["player"] >= 0 for i in range(k + 1)],
+          chance_mask=[alive[i] and at(i)["player"] == CHANCE
+                       for i in range(k + 1)])
+  assert len(expected) >= 5
+  _check(_sample(buf, k, num_players, payoff, td_steps, discount), expected, k)
