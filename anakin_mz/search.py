@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from typing import Optional, Union
 
 import chex
@@ -178,7 +179,8 @@ def ndmz_search(params: Params,
     recurrent_fn: g then f: `(params, rng_key, unified_action [B] int32,
       embedding) -> ModelOutput`, rewards and values in the root mover's POV,
       `identity_logits` `[B, num_players + 2]`.
-    legal_action_mask: `[B, A]` bool, True where the action is legal.
+    legal_action_mask: `[B, A]` bool, True where the action is legal. A row
+      with no legal action gives uniform `action_weights` and action 0.
     num_players: P, the number of (choice) players of the game.
     payoff: "single", "zero_sum" or "collaborative".
     config: a `SearchConfig`.
@@ -191,7 +193,7 @@ def ndmz_search(params: Params,
   """
   if payoff not in _PAYOFFS:
     raise ValueError(f"payoff must be one of {_PAYOFFS}, got {payoff!r}")
-  if not isinstance(num_players, int) or num_players < 1:
+  if not isinstance(num_players, numbers.Integral) or num_players < 1:
     raise ValueError(f"num_players must be an int >= 1, got {num_players!r}")
   if payoff == "single" and num_players != 1:
     raise ValueError(
@@ -211,6 +213,7 @@ def ndmz_search(params: Params,
     raise ValueError(
         f"legal_action_mask must be [B={batch_size}, A={num_actions}] like "
         f"root.policy_logits, got shape {legal_action_mask.shape}")
+  num_players = int(num_players)
   num_slots = max(num_actions, num_outcomes)
   flip_opponents = payoff == "zero_sum"
 

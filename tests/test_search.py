@@ -667,22 +667,25 @@ def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
   t = _tables(6, 4, 1, 2)
   t["next"][1, :4] = [2, 3, 4, 5]
   t["policy"][1] = [0.0, 1.9, 2.0, 3.0]
-  batch = 1024
-  legal = jnp.array([[True, True, True, False]] * batch)
+  # The last row has no legal action (a finished game): uniform weights.
+  batch = 1025
+  legal = jnp.array([[True, True, True, False]] * (batch - 1)
+                    + [[False] * 4])
   config = SearchConfig(num_simulations=2, dirichlet_fraction=0.0)
   rows = jnp.ones(batch, jnp.int32)
   greedy = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 0.0,
                 num_players=2, payoff="zero_sum", config=config)
   np.testing.assert_allclose(greedy.action_weights,
-                             [[0, 0.5, 0.5, 0]] * batch)
-  np.testing.assert_array_equal(greedy.action, 2)
+                             [[0, 0.5, 0.5, 0]] * (batch - 1) + [[0.25] * 4])
+  np.testing.assert_array_equal(greedy.action, [2] * (batch - 1) + [0])
+  assert np.all(np.isfinite(greedy.root_value))
   sampled = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 1.0,
                  num_players=2, payoff="zero_sum", config=config)
   np.testing.assert_allclose(sampled.action_weights, greedy.action_weights)
-  assert set(np.unique(sampled.action)) == {1, 2}
+  assert set(np.unique(sampled.action[:-1])) == {1, 2}
   # One standard error is about 0.016.
-  np.testing.assert_allclose(np.mean(np.asarray(sampled.action) == 2), 0.5,
-                             atol=0.07)
+  np.testing.assert_allclose(np.mean(np.asarray(sampled.action[:-1]) == 2),
+                             0.5, atol=0.07)
 
 
 def test_jit_vmap_and_illegal_actions_never_chosen():
