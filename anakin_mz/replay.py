@@ -34,6 +34,12 @@ the start step t (the "root mover", `anakin_mz.types`):
 A start t is sampled only if it is a valid decision step and the K steps after
 it are known: the episode ends within them, or t+K is written in the same
 lane. So no sample reads across the write head or into unwritten slots.
+
+Cost: each `sample` derives the targets of the whole buffer with parallel
+scans (O(L B P) work, no Python loop), then gathers N x (K+1) entries. For a
+256 x 128 Nannon buffer, batch 256, K=6 that is ~22 ms beside ~145 ms for one
+gradient of the paper's MLP on a 2-core CPU
+(`pytest -s -m slow tests/test_replay.py -k costs`).
 """
 
 from __future__ import annotations

@@ -419,3 +419,65 @@ def test_random_lanes_match_the_reference(payoff, num_players, td_steps,
                        for i in range(k + 1)])
   assert len(expected) >= 5
   _check(_sample(buf, k, num_players, payoff, td_steps, discount), expected, k)
+
+
+@pytest.mark.slow
+def test_sampling_costs_less_than_an_update():
+  """Nannon-sized buffer (256 x 128 steps of random play), batch 256, K=6:
+  prints ms per `sample` and per loss gradient of the paper's MLP, and checks
+  that target making is the cheaper of the two. Run with -s to see them."""
+  import time  # pylint: disable=import-outside-toplevel
+  from anakin_mz.loss import ndmz_loss  # pylint: disable=import-outside-toplevel
+  from anakin_mz.networks import Network, NetworkConfig  # pylint: disable=import-outside-toplevel
+  env = envs.make("nannon")
+  cap, lanes, n, k = 256, 128, 256, 6
+
+  def one(s, key):
+    k_act, k_chance, k_reset = jax.random.split(key, 3)
+    logits = jnp.where(s.legal_action_mask, 0.0, -1e9)
+    action = jax.random.categorical(k_act, logits)
+    outcome = jax.vmap(lambda kk, p: jax.random.categorical(kk, jnp.log(p)))(
+        jax.random.split(k_chance, lanes), s.chance_probs)
+    chance = s.current_player == CHANCE
+    nxt = jax.vmap(env.step)(s, jnp.where(chance, outcome, action))
+    rec = replay.Transition(
+        observation=s.observation, player=s.current_player,
+        action=jnp.where(chance, env.num_actions + outcome, action),
+        rewards=nxt.rewards, search_policy=jax.nn.softmax(logits),
+        search_value=jnp.zeros((lanes,)), chance_probs=s.chance_probs,
+        next_player=nxt.current_player, done=nxt.done,
+        truncated=nxt.truncated, valid=jnp.ones((lanes,), bool))
+    fresh = jax.vmap(env.init)(jax.random.split(k_reset, lanes))
+    nxt = jax.tree.map(lambda f, x: jnp.where(
+        nxt.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, nxt)
+    return nxt, rec
+
+  @jax.jit
+  def fill(key):
+    s = jax.vmap(env.init)(jax.random.split(key, lanes))
+    _, chunk = jax.lax.scan(one, s, jax.random.split(key, cap))
+    return replay.add(replay.init_buffer(replay.example_transition(env), cap,
+                                         lanes), chunk)
+
+  buf = fill(jax.random.PRNGKey(0))
+  samp = jax.jit(lambda b, key: replay.sample(
+      b, key, n, K=k, num_players=2, num_actions=env.num_actions,
+      payoff="zero_sum"))
+  net = Network(env, NetworkConfig(hidden=(256, 256), latent_dim=128))
+  params = net.init(jax.random.PRNGKey(0))
+  grad = jax.jit(jax.grad(lambda p, b: ndmz_loss(p, net, b)[0]))
+
+  def per_call(fn, reps=10):
+    jax.block_until_ready(fn(0))
+    start = time.perf_counter()
+    for i in range(reps):
+      out = fn(i)
+    jax.block_until_ready(out)
+    return 1000 * (time.perf_counter() - start) / reps
+
+  batch = samp(buf, jax.random.PRNGKey(1))
+  ms_sample = per_call(lambda i: samp(buf, jax.random.PRNGKey(i)))
+  ms_grad = per_call(lambda i: grad(params, batch))
+  print(f"\nsample {ms_sample:.1f} ms, gradient {ms_grad:.1f} ms "
+        f"(buffer {cap}x{lanes}, batch {n}, K={k})")
+  assert ms_sample < ms_grad
