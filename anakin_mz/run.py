@@ -32,6 +32,19 @@ def _nannon_exact(learner: Learner, params) -> Dict[str, float]:
 
 EXTRA_EVALS["nannon"] = _nannon_exact
 
+# Evaluations for every env: fn(learner, params) -> {tag: value}.
+ALL_ENV_EVALS: List[Callable[[Learner, object], Dict[str, float]]] = []
+
+
+def _dynamics_tests(learner: Learner, params) -> Dict[str, float]:
+  """The NDMZ paper's dynamics tests (and model accuracy) on 500 random-play
+  games: TensorBoard tags dynamics/<metric>_k<depth>."""
+  from anakin_mz import diagnostics  # pylint: disable=import-outside-toplevel
+  return diagnostics.learner_hook(learner, params)
+
+
+ALL_ENV_EVALS.append(_dynamics_tests)
+
 
 @dataclasses.dataclass
 class RunResult:
@@ -57,6 +70,8 @@ def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
   extra = EXTRA_EVALS.get(env.id)
   if extra is not None:
     out.update(extra(learner, params))
+  for hook in ALL_ENV_EVALS:
+    out.update(hook(learner, params))
   return out
 
 
