@@ -38,7 +38,6 @@ the game is over).
 
 from __future__ import annotations
 
-import math
 from typing import Tuple
 
 import jax
@@ -127,53 +126,95 @@ class Carchess(Game):
     self._build_tables()
 
   def _build_tables(self) -> None:
-    """Static numpy tables of the map, indexed by node n = lane * A + pos."""
+    """Static numpy tables of the map. Nodes n = lane * A + position (A = the
+    longest lane); the simulation uses them as dense 0/1 matrices, which
+    batch far better than scatters and data-dependent gathers."""
     m = self.map
     L, A, W = m.num_lanes, m.max_lane_length, m.width
     hw = m.height * W
-    self._hw = hw
+    n_nodes = L * A
     lengths = np.array([len(lane) for lane in m.lanes], np.int32)
-    cell = np.full((L, A), hw, np.int32)  # hw: a dummy cell for padding
+    cell = np.full((L, A), -1, np.int32)  # flat grid cell of each node
     heading = np.zeros((L, A, 2), np.int32)
     for l, lane in enumerate(m.lanes):
       for i, (r, c) in enumerate(lane):
         cell[l, i] = r * W + c
         a, b = (lane[i], lane[i + 1]) if i + 1 < len(lane) else (lane[i - 1], lane[i])
         heading[l, i] = (b[0] - a[0], b[1] - a[1])
-    stand = np.arange(A)[None, :] <= lengths[:, None] - 2
-    n_nodes = L * A
-    flat_cell = cell.reshape(-1)
-    # Who can block node (l, i): a car standing on the next cell of lane l,
-    # of lane l itself or of a lane heading the same way there.
-    cands = [[] for _ in range(n_nodes)]
+    stand = np.arange(A)[None, :] <= lengths[:, None] - 2  # never the last cell
+    flat_cell, flat_stand = cell.reshape(-1), stand.reshape(-1)
+
+    # Who can block node (l, i): a car standing on the next cell of lane l, of
+    # lane l itself (node (l, i + 1)) or of a lane heading the same way there.
+    links = {n: [] for n in range(n_nodes)}
+    cross = np.zeros((n_nodes, n_nodes), np.float32)  # [blocker, blocked]
     for l in range(L):
       for i in range(lengths[l] - 1):
         target = cell[l, i + 1]
         for l2 in range(L):
           for j in range(lengths[l2] - 1):
-            if cell[l2, j] == target and (
-                l2 == l or tuple(heading[l2, j]) == tuple(heading[l, i + 1])):
-              cands[l * A + i].append(l2 * A + j)
-    k = max(1, max(len(c) for c in cands))
-    blockers = np.full((n_nodes, k), n_nodes, np.int32)  # n_nodes: never occupied
-    for n, c in enumerate(cands):
-      blockers[n, :len(c)] = c
+            if cell[l2, j] != target:
+              continue
+            if l2 == l:
+              links[l * A + i].append(l2 * A + j)
+            elif tuple(heading[l2, j]) == tuple(heading[l, i + 1]):
+              links[l * A + i].append(l2 * A + j)
+              cross[l2 * A + j, l * A + i] = 1.0
+
+    # A car's chain of blockers follows these links; resolving it takes one
+    # iteration per link, so bound the chain by the longest path (or by the
+    # number of nodes if the links have a cycle).
+    depth, state = {}, {}
+
+    def longest(n):
+      if state.get(n) == 1:
+        raise RecursionError
+      if n not in depth:
+        state[n] = 1
+        depth[n] = 1 + max((longest(c) for c in links[n]), default=0)
+        state[n] = 2
+      return depth[n]
+
+    try:
+      chain = max(longest(n) for n in range(n_nodes))
+    except RecursionError:
+      chain = int(flat_stand.sum())
+
+    cells = sorted({int(c) for c in flat_cell[flat_stand]})
+    index = {c: k for k, c in enumerate(cells)}
+    node_cell = np.zeros((n_nodes, len(cells)), np.float32)  # [node, standing cell]
+    for n in np.flatnonzero(flat_stand):
+      node_cell[n, index[int(flat_cell[n])]] = 1.0
+    entry_cell = np.zeros((len(cells), L), np.float32)  # [standing cell, lane]
+    for l in range(L):
+      entry_cell[index[int(cell[l, 0])], l] = 1.0
     light_cells = np.array([r * W + c for r, c in m.lights], np.int32)
+    light_node = (light_cells[:, None] == flat_cell[None, :]) & flat_stand[None, :]
     cell_light = np.full((hw,), -1, np.int32)
     cell_light[light_cells] = np.arange(len(m.lights))
     caps = np.floor((lengths - 2) * self.params["density"] + 1e-9).astype(np.int32)
+    grid = np.zeros((L, A, L, hw), np.float32)  # [lane, position, plane, cell]
+    for l, lane in enumerate(m.lanes):
+      for i in range(lengths[l] - 1):
+        grid[l, i, l, cell[l, i]] = 1.0
 
+    self._hw = hw
     self._lengths = lengths
     self._cell = cell
     self._heading = heading
     self._stand = stand
-    self._flat_cell = flat_cell
-    self._blockers = blockers
-    self._jumps = max(1, math.ceil(math.log2(n_nodes)))
+    self._last = np.arange(A)[None, :] == lengths[:, None] - 2
+    self._cross = cross if cross.any() else None
+    self._iterations = chain - 1
+    self._node_cell = node_cell
+    self._entry_cell = entry_cell
+    self._light_node = light_node.astype(np.float32)
     self._light_cells = light_cells
+    self._light_grid = np.eye(hw, dtype=np.float32)[light_cells]  # [light, cell]
+    self._entry_grid = np.eye(hw, dtype=np.float32)[cell[:, 0]]  # [lane, cell]
+    self._lane_grid = grid.reshape(n_nodes, L * hw)
     self._cell_light = cell_light
     self._caps = caps
-    self._entry = cell[:, 0].copy()
     self._max_cap = int(caps.max())
 
   # Static facts.
@@ -231,13 +272,12 @@ class Carchess(Game):
                                g.turn)).astype(jnp.int32)
 
   def legal_action_mask(self, g: CarchessState) -> jax.Array:
-    light = jnp.asarray(self._cell_light)
-    untoggled = ~g.toggled[jnp.maximum(light, 0)]
-    return (light >= 0) & untoggled
+    grid = jnp.asarray(self._light_grid)  # [light, cell]
+    return ((~g.toggled).astype(jnp.float32) @ grid) > 0
 
   def chance_probs(self, g: CarchessState) -> jax.Array:
-    lane = jnp.minimum(g.chance_lane, self.num_lanes - 1)
-    left = jnp.asarray(self._caps)[lane] - g.counters[lane]
+    lane = jnp.arange(self.num_lanes) == g.chance_lane
+    left = jnp.sum(jnp.where(lane, jnp.asarray(self._caps) - g.counters, 0))
     lo, hi = self.params["spawn_min"], self.params["spawn_max"]
     p = 1.0 / (hi - lo + 1)
     v = jnp.arange(self.num_chance_outcomes)
@@ -246,15 +286,14 @@ class Carchess(Game):
     return jnp.where(v < left, px, jnp.where(v == left, tail, 0.0)).astype(jnp.float32)
 
   def apply_chance(self, g: CarchessState, outcome: jax.Array):
-    lane = jnp.minimum(g.chance_lane, self.num_lanes - 1)
-    g = g.replace(counters=g.counters.at[lane].add(outcome.astype(jnp.int32)),
+    lane = jnp.arange(self.num_lanes) == g.chance_lane
+    g = g.replace(counters=g.counters + jnp.where(lane, outcome, 0).astype(jnp.int32),
                   chance_lane=g.chance_lane + 1)
     return g, jnp.zeros((self.num_players,), jnp.float32)
 
   def apply_action(self, g: CarchessState, action: jax.Array):
-    light = jnp.maximum(jnp.asarray(self._cell_light)[action], 0)
-    g = g.replace(red=g.red.at[light].set(~g.red[light]),
-                  toggled=g.toggled.at[light].set(True), turn=g.turn + 1)
+    flip = jnp.asarray(self._light_cells) == action  # one-hot, no scatter
+    g = g.replace(red=g.red ^ flip, toggled=g.toggled | flip, turn=g.turn + 1)
 
     def end_round(g):
       g, reward = self.simulate(g, self.params["sim_steps"])
@@ -272,45 +311,45 @@ class Carchess(Game):
   # The simulation.
   def movable(self, g: CarchessState) -> jax.Array:
     """bool `[lanes, max_lane_length]`: the cars that move in the next step."""
-    L, A = g.cars.shape
-    n = L * A
-    occ = g.cars.reshape(n)
-    red_cell = jnp.zeros((self._hw + 1,), jnp.bool_).at[
-        jnp.asarray(self._light_cells)].set(g.red)
-    val = ~red_cell[jnp.asarray(self._flat_cell)]
-    blockers = jnp.asarray(self._blockers)
-    there = jnp.concatenate([occ, jnp.zeros((1,), jnp.bool_)])[blockers]
-    first = blockers[jnp.arange(n), jnp.argmax(there, axis=-1)]
-    ptr = jnp.where(there.any(-1), first, jnp.arange(n))
-    # Pointer jumping: a car moves iff no car along its chain of blockers
-    # stands on a red light (a chain ends at a car with nothing ahead).
-    for _ in range(self._jumps):
-      val = val & val[ptr]
-      ptr = ptr[ptr]
-    return (occ & val).reshape(L, A)
+    cars = g.cars
+    shape = cars.shape
+    red = g.red.astype(jnp.float32) @ jnp.asarray(self._light_node)
+    free = (red == 0).reshape(shape)
+    move = free
+    # A car is stuck if it stands on a red light or its blocker is stuck;
+    # each iteration carries "stuck" one link back along the chains.
+    for _ in range(self._iterations):
+      stuck = cars & ~move
+      blocked = jnp.pad(stuck[:, 1:], ((0, 0), (0, 1)))  # same lane, next cell
+      if self._cross is not None:
+        flat = stuck.reshape(-1).astype(jnp.float32) @ jnp.asarray(self._cross)
+        blocked = blocked | (flat > 0).reshape(shape)
+      move = free & ~blocked
+    return cars & move
 
   def simulation_step(self, g: CarchessState) -> Tuple[CarchessState, jax.Array, jax.Array]:
     """One simulation step. Returns (g', cars scored, crash count), int32 `[]`."""
-    stand = jnp.asarray(self._stand)
     cars = g.cars
-    moved = cars & self.movable(g)
+    shape = cars.shape
+    moved = self.movable(g)
+    scored = jnp.sum(moved & jnp.asarray(self._last)).astype(jnp.int32)
     arrive = jnp.pad(moved[:, :-1], ((0, 0), (1, 0)))
-    last = jnp.arange(cars.shape[1])[None, :] == jnp.asarray(self._lengths)[:, None] - 2
-    scored = jnp.sum(moved & last).astype(jnp.int32)
-    cars = ((cars & ~moved) | arrive) & stand
-    flat_cell = jnp.asarray(self._flat_cell)
-    entry = jnp.asarray(self._entry)
-    count = jnp.zeros((self._hw + 1,), jnp.int32).at[flat_cell].add(
-        cars.reshape(-1).astype(jnp.int32))
-    spawn = (count[entry] == 0) & (g.counters > 0)
-    cars = cars.at[:, 0].set(cars[:, 0] | spawn)
-    count = count.at[entry].add(spawn.astype(jnp.int32)).at[self._hw].set(0)
+    cars = ((cars & ~moved) | arrive) & jnp.asarray(self._stand)
+    node_cell = jnp.asarray(self._node_cell)
+    entry_cell = jnp.asarray(self._entry_cell)
+    count = cars.reshape(-1).astype(jnp.float32) @ node_cell  # [standing cells]
+    spawn = ((count @ entry_cell) == 0) & (g.counters > 0)
+    first = jnp.arange(shape[1])[None, :] == 0
+    cars = cars | (spawn[:, None] & first)
+    count = count + entry_cell @ spawn.astype(jnp.float32)
     crash_cell = count >= 2
     crashes = jnp.sum(jnp.where(crash_cell, count - 1, 0)).astype(jnp.int32)
     removed = jnp.sum(jnp.where(crash_cell, count, 0)).astype(jnp.int32)
-    cars = cars & ~crash_cell[self._cell]
-    g = g.replace(cars=cars, counters=g.counters - spawn.astype(jnp.int32),
-                  spawned=g.spawned + jnp.sum(spawn).astype(jnp.int32),
+    crashed = (node_cell @ crash_cell.astype(jnp.float32)) > 0
+    cars = cars & ~crashed.reshape(shape)
+    spawn = spawn.astype(jnp.int32)
+    g = g.replace(cars=cars, counters=g.counters - spawn,
+                  spawned=g.spawned + jnp.sum(spawn),
                   scored=g.scored + scored, crashed=g.crashed + removed,
                   crashes=g.crashes + crashes)
     return g, scored, crashes
@@ -329,16 +368,12 @@ class Carchess(Game):
   # Views.
   def observe(self, g: CarchessState, player: jax.Array) -> jax.Array:
     m = self.map
-    h, w, hw = m.height, m.width, self._hw
-    L = self.num_lanes
-    lane_idx = jnp.broadcast_to(jnp.arange(L)[:, None], g.cars.shape)
-    lanes = jnp.zeros((L, hw + 1), jnp.float32).at[
-        lane_idx, jnp.asarray(self._cell)].max(g.cars.astype(jnp.float32))[:, :hw]
-    lights = jnp.zeros((hw,), jnp.float32).at[jnp.asarray(self._light_cells)].set(
-        jnp.where(g.red, -1.0, 1.0))
-    counts = jnp.zeros((self._max_cap + 1, hw), jnp.float32).at[
-        jnp.clip(g.counters, 0, self._max_cap), jnp.asarray(self._entry)].max(1.0)
-    planes = jnp.concatenate([lanes, lights[None], counts], axis=0)
+    h, w = m.height, m.width
+    lanes = g.cars.reshape(-1).astype(jnp.float32) @ jnp.asarray(self._lane_grid)
+    lights = jnp.where(g.red, -1.0, 1.0) @ jnp.asarray(self._light_grid)
+    value = jax.nn.one_hot(g.counters, self._max_cap + 1, dtype=jnp.float32)
+    counts = jnp.minimum(value.T @ jnp.asarray(self._entry_grid), 1.0)
+    planes = jnp.concatenate([lanes.reshape(-1, self._hw), lights[None], counts], axis=0)
     planes = planes.reshape(-1, h, w).transpose(1, 2, 0)
     who = jax.nn.one_hot(player, self.num_players, dtype=jnp.float32)
     rnd = jax.nn.one_hot(g.round, self.params["rounds"], dtype=jnp.float32)
