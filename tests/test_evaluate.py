@@ -1,0 +1,247 @@
+"""Evaluation scripts on tiny checkpoints: restore errors (wrong path, wrong
+game, incompatible network, corrupt step), opponent specs, one tiny
+end-to-end evaluation per game, and the tournament / plot / search-tree /
+play scripts."""
+
+import importlib.util
+import io
+import os
+import shutil
+import sys
+import xml.dom.minidom
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+from anakin_mz import checkpoint as ckpt
+from anakin_mz import config as config_lib
+from anakin_mz import opponents
+from anakin_mz.anakin import Learner
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TINY = ["network.hidden=[8]", "network.latent_dim=8", "search.num_simulations=2",
+        "train.num_envs=2", "train.batch_size=4", "train.rollout_length=2",
+        "train.replay_capacity=16", "train.min_replay=1", "train.unroll_steps=2"]
+
+
+def _script(name):
+  spec = importlib.util.spec_from_file_location(
+      f"_script_{name}", os.path.join(ROOT, "scripts", f"{name}.py"))
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[f"_script_{name}"] = module  # dataclasses look their module up
+  spec.loader.exec_module(module)
+  return module
+
+
+def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=None):
+  """Saves a fresh TrainState of a tiny config at `steps`. With
+  `state_overrides` the arrays come from another config (a mismatch)."""
+  cfg = config_lib.load(os.path.join(ROOT, "configs", f"{env_name}.yaml"),
+                        TINY + list(overrides))
+  arrays_cfg = cfg if state_overrides is None else config_lib.load(
+      os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(state_overrides))
+  learner = Learner(arrays_cfg)
+  for step in steps:
+    state = jax.tree.map(lambda x: np.asarray(x)[None],
+                         learner.init(jax.random.PRNGKey(step)))
+    meta = ckpt.make_metadata(cfg.to_dict(), learner.env.id, learner.env.version, step)
+    meta["num_devices"] = 1
+    ckpt.save(str(directory), step, state, meta)
+  return str(directory)
+
+
+@pytest.fixture(scope="module")
+def evaluate():
+  return _script("evaluate")
+
+
+@pytest.fixture(scope="module")
+def nannon_ckpt(tmp_path_factory):
+  return save_tiny(tmp_path_factory.mktemp("nannon") / "checkpoints", "nannon",
+                   steps=(3, 6))
+
+
+@pytest.fixture(scope="module")
+def catch_ckpt(tmp_path_factory):
+  return save_tiny(tmp_path_factory.mktemp("catch") / "checkpoints", "catch")
+
+
+def _error(evaluate, capsys, *argv):
+  assert evaluate.main(list(argv)) == 2
+  return capsys.readouterr().err
+
+
+def test_missing_path_is_a_clear_error(evaluate, capsys, tmp_path):
+  missing = str(tmp_path / "nope")
+  err = _error(evaluate, capsys, "--checkpoint", missing)
+  assert "does not exist" in err and missing in err
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  err = _error(evaluate, capsys, "--checkpoint", str(empty))
+  assert "no checkpoints found" in err and str(empty) in err
+
+
+def test_missing_step_is_a_clear_error(evaluate, capsys, nannon_ckpt):
+  err = _error(evaluate, capsys, "--checkpoint", nannon_ckpt, "--step", "999")
+  assert "step 999 is not in" in err and "saved steps: 3, 6" in err
+
+
+def test_wrong_game_is_a_clear_error(evaluate, capsys, nannon_ckpt, catch_ckpt):
+  err = _error(evaluate, capsys, "--checkpoint", catch_ckpt, "--env", "nannon")
+  assert "is for env 'catch', not 'nannon'" in err and catch_ckpt in err
+  with pytest.raises(ckpt.CheckpointError, match="is for env 'catch', not 'nannon'"):
+    opponents.make_opponent(f"checkpoint:{catch_ckpt}", envs.make("nannon"))
+
+
+def test_incompatible_network_is_a_clear_error(evaluate, capsys, tmp_path):
+  # The metadata says hidden=[8], the saved arrays are of hidden=[12].
+  directory = save_tiny(tmp_path / "ck", "catch", state_overrides=["network.hidden=[12]"])
+  err = _error(evaluate, capsys, "--checkpoint", directory)
+  assert "does not fit this network/config" in err or "another network" in err
+  assert directory in err
+
+
+def test_corrupt_step_is_a_clear_error(evaluate, capsys, tmp_path, catch_ckpt):
+  directory = str(tmp_path / "ck")
+  shutil.copytree(catch_ckpt, directory)
+  state_dir = os.path.join(directory, "3", "state")
+  for root, _, files in os.walk(state_dir):
+    for f in files:
+      if not f.startswith("_"):
+        with open(os.path.join(root, f), "wb") as fh:
+          fh.write(b"garbage")
+  err = _error(evaluate, capsys, "--checkpoint", directory)
+  assert directory in err and ("corrupt" in err or "unreadable" in err)
+
+
+def test_opponent_specs():
+  nannon = envs.make("nannon")
+  catch = envs.make("catch")
+  with pytest.raises(ValueError, match="exact solver"):
+    opponents.make_opponent("optimal", catch)
+  with pytest.raises(ValueError, match="deterministic two-player zero-sum"):
+    opponents.make_opponent("mcts:8", nannon)
+  with pytest.raises(ValueError, match="einstein"):
+    opponents.make_opponent("expectiminimax:2", nannon)
+  with pytest.raises(ValueError, match="depth must be >= 1"):
+    opponents.make_opponent("expectiminimax:0", envs.make("einstein"))
+  with pytest.raises(ValueError, match="simulations must be an integer"):
+    opponents.make_opponent("mcts:x", envs.make("breakthrough"))
+  with pytest.raises(ValueError, match="unknown opponent 'minimax'"):
+    opponents.make_opponent("minimax", nannon)
+  assert opponents.make_opponent("mcts", envs.make("breakthrough")).name == "mcts:64"
+  assert opponents.parse_checkpoint_spec("a/b@12") == ("a/b", 12)
+  assert opponents.parse_checkpoint_spec("a/b") == ("a/b", None)
+
+
+@pytest.mark.slow
+def test_optimal_opponent_beats_random():
+  from anakin_mz import evaluation  # pylint: disable=import-outside-toplevel
+  nannon = envs.make("nannon")
+  opt = opponents.make_opponent("optimal", nannon)
+  res = jax.jit(lambda k: evaluation.play_match(
+      k, nannon, opt.policy, evaluation.random_policy, 64))(jax.random.PRNGKey(0))
+  assert float(np.mean(np.asarray(res["score"]) > 0)) > 0.5
+
+
+@pytest.mark.parametrize("game", sorted(envs.registered()))
+def test_tiny_end_to_end_evaluation(game, evaluate, tmp_path):
+  directory = save_tiny(tmp_path / "ck", game)
+  r = evaluate.evaluate_checkpoint(directory, opponent="random",
+                                   games=4, seed=1, exact=False)
+  assert r["game"] == game and r["step"] == 3 and r["simulations"] == 2
+  assert r["checkpoint"] == os.path.abspath(directory)
+  if envs.make(game).payoff == "zero_sum":
+    wdl = r["wdl"]
+    assert sum(wdl[k]["count"] for k in ("win", "draw", "loss")) == 4
+    assert all(r["by_seat"][s]["games"] == 2 for s in ("0", "1"))
+    assert wdl["win"]["low"] <= wdl["win"]["rate"] <= wdl["win"]["high"]
+  else:
+    assert "wdl" not in r and r["opponent"].startswith("none")
+  assert r["score"]["low"] <= r["score"]["mean"] <= r["score"]["high"]
+  text = evaluate.format_report(r)
+  assert game in text and "step 3" in text
+
+
+@pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
+def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(
+    evaluate, capsys, nannon_ckpt, tmp_path):
+  out_json = str(tmp_path / "e.json")
+  assert evaluate.main(["--checkpoint", nannon_ckpt, "--step", "3", "--games", "4",
+                        "--opponent", "optimal", "--diagnostics",
+                        "--diagnostic-games", "4", "--json", out_json]) == 0
+  text = capsys.readouterr().out
+  assert "win" in text and "95% Wilson interval" in text
+  assert "search policy table" in text and "top-move" in text
+  import json  # pylint: disable=import-outside-toplevel
+  with open(out_json, encoding="utf-8") as f:
+    data = json.load(f)
+  for k in ("greedy_vs_optimal", "greedy_vs_random", "search_vs_optimal",
+            "search_vs_random"):
+    assert 0.0 <= data["exact"][k] <= 1.0
+  # Exact: the optimal player beats random with probability about 0.69.
+  assert data["exact"]["optimal_vs_random"] == pytest.approx(0.69, abs=0.02)
+  assert data["dynamics"]["depth"] == [0, 1, 2]
+  assert data["step"] == 3
+
+
+def test_odd_games_in_a_two_player_game(evaluate, capsys, nannon_ckpt):
+  err = _error(evaluate, capsys, "--checkpoint", nannon_ckpt, "--games", "3")
+  assert "multiple of 2" in err
+
+
+@pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
+def test_tournament(capsys, nannon_ckpt, tmp_path):
+  tournament = _script("tournament")
+  png = str(tmp_path / "elo.png")
+  assert tournament.main(["--all-steps", nannon_ckpt, "--bots", "random",
+                          "--games", "4", "--png", png]) == 0
+  out = capsys.readouterr().out
+  assert "Elo" in out and "random" in out and "@3" in out and "@6" in out
+  assert os.path.getsize(png) > 1000
+  assert tournament.main(["--checkpoint", nannon_ckpt, "--bots", "mcts"]) == 2
+  assert "deterministic two-player" in capsys.readouterr().err
+
+
+def test_plot(tmp_path, capsys):
+  from anakin_mz.summary import SummaryWriter  # pylint: disable=import-outside-toplevel
+  plot = _script("plot")
+  w = SummaryWriter(str(tmp_path / "run"))
+  for step in range(0, 100, 10):
+    w.scalars(step, {"train/loss": 1.0 / (step + 1), "train/env_steps": 64.0 * step,
+                     "eval/vs_random_score_mean": step / 100,
+                     "dynamics/top_move_k0": 0.5, "dynamics/top_move_k1": 0.4,
+                     "dynamics/uniform_k0": 0.7})
+  w.close()
+  out = str(tmp_path / "plots")
+  assert plot.main([str(tmp_path / "run"), "--out", out]) == 0
+  for name in ("learning.png", "losses.png", "dynamics_run.png"):
+    assert os.path.getsize(os.path.join(out, name)) > 1000
+  assert plot.main([str(tmp_path / "nothing")]) == 2
+  assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
+def test_show_search(nannon_ckpt, tmp_path, capsys):
+  show = _script("show_search")
+  svg = str(tmp_path / "t.svg")
+  assert show.main(["--checkpoint", nannon_ckpt, "--moves", "3",
+                    "--simulations", "6", "--svg", svg]) == 0
+  out = capsys.readouterr().out
+  assert "[0] choice P" in out and "real: decision" in out
+  doc = xml.dom.minidom.parse(svg)
+  assert len(doc.getElementsByTagName("rect")) == out.count("-> [") + 1
+
+
+def test_play_reprompts_on_bad_input(catch_ckpt, capsys):
+  play = _script("play")
+  answers = iter(["left", "7", ""] + ["1"] * 20)
+  assert play.main(["--env", "catch", "--checkpoint", catch_ckpt],
+                   read=lambda prompt: next(answers)) == 0
+  out = capsys.readouterr().out
+  assert "'left' is not a move number" in out
+  assert "7 is not a legal move now" in out
+  assert "game over: score" in out
+  assert "agent's value estimate" in out
