@@ -6,9 +6,11 @@ EventAccumulator reads the event files).
 
 Figures written to --out (default <first run>/plots):
 
-* learning.png: evaluation scores (eval/*_score_mean, eval/*_win_rate and
-  Nannon's exact/* win probabilities) against env steps, one line per run;
-* losses.png: every loss term (train/*loss*, loss/*) against update step;
+* learning.png: evaluation scores (eval/*_score_mean, eval/*_win_rate,
+  Nannon's exact/* win probabilities, the self-play return) against env
+  steps, one line per run;
+* losses.png: every loss term (train/{total,reward,value,policy,chance,
+  identity,l2}, identity accuracy, gradient norm) against update step;
 * throughput.png: env steps/s, search simulations/s, updates/s;
 * dynamics_<run>.png: the dynamics tests in the style of the NDMZ paper's
   Figure 3, success rate against training step with one line per unroll
@@ -102,8 +104,10 @@ def _save(plt, fig, path: str, written: List[str]) -> None:
   written.append(path)
 
 
-EVAL_PATTERN = re.compile(r"^(eval/.*(score_mean|win_rate)|exact/.*)$")
-LOSS_PATTERN = re.compile(r"^(train/.*loss.*|loss/.*|train/l2.*)$")
+EVAL_PATTERN = re.compile(r"^(eval/.*(score_mean|win_rate)|exact/.*|selfplay/return_p0)$")
+# anakin_mz.loss metrics as run.py logs them (train/<term>), plus any *loss*.
+LOSS_PATTERN = re.compile(r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"
+                          r"identity|identity_accuracy|grad_norm)|loss/.*)$")
 THROUGHPUT_PATTERN = re.compile(r"^throughput/.*$")
 DYNAMICS_PATTERN = re.compile(r"^dynamics/(?P<metric>.+)_k(?P<k>\d+)$")
 DYNAMICS_TITLES = {
