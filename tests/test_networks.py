@@ -202,7 +202,7 @@ def test_transform_round_trip(xs):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-60.0, 60.0, allow_nan=False, width=32),
                 min_size=1, max_size=64),
-       st.integers(1, 12))
+       st.sampled_from([1, 3, 10]))  # few shapes: each one compiles
 def test_categorical_round_trip(xs, support_size):
   x = _pad(xs)
   cat = np.asarray(value_transform.scalar_to_categorical(x, support_size))
