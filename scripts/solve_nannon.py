@@ -73,7 +73,8 @@ def main() -> None:
   print(f"nannon {n}-{k}-{d}: {nannon.num_positions(n, k):,} positions", flush=True)
   sol = ns.solve(env, tol=args.tol, refresh=args.no_cache)
   where = " (from the cache; time of the run that wrote it)" if sol.from_cache else ""
-  print(f"solve time: {sol.seconds:.1f} s{where}, {sol.iterations} sweeps, "
+  cpu = f" ({sol.cpu_seconds:.1f} s CPU)" if sol.cpu_seconds else ""
+  print(f"solve time: {sol.seconds:.1f} s wall{cpu}{where}, {sol.iterations} sweeps, "
         f"Bellman residual {sol.residual:.1e}", flush=True)
   print(f"optimal vs optimal: first mover wins with probability "
         f"{ns.first_mover_win_probability(env):.6f}", flush=True)
