@@ -31,11 +31,14 @@ def batched_random_action(key: jax.Array, state: State) -> jax.Array:
   """int32 `[B]`: like `random_action` for a batched `state` `[B]`, drawing
   one uniform array for the whole batch (no per-game key splitting), so it
   is cheap enough for throughput benchmarks."""
-  k1, k2 = jax.random.split(key)
   batch = state.current_player.shape[0]
-  noise = jax.random.uniform(k1, state.legal_action_mask.shape)
-  act = jnp.argmax(jnp.where(state.legal_action_mask, noise, -1.0), axis=-1)
-  u = jax.random.uniform(k2, (batch, 1))
+  # One uniform per game serves both draws: the k-th legal action, with
+  # k = floor(u * number of legal actions), and the inverse-CDF outcome.
+  u = jax.random.uniform(key, (batch, 1))
+  mask = state.legal_action_mask
+  count = jnp.sum(mask, axis=-1, keepdims=True)
+  k = jnp.minimum(jnp.floor(u * count), jnp.maximum(count - 1, 0))
+  act = jnp.argmax(jnp.cumsum(mask, axis=-1) > k, axis=-1)
   cdf = jnp.cumsum(state.chance_probs, axis=-1)
   out = jnp.sum(cdf < u * cdf[:, -1:], axis=-1)
   out = jnp.minimum(out, state.chance_probs.shape[-1] - 1)
