@@ -148,17 +148,28 @@ def train(config: Config, *, logdir: str, resume: bool = False,
   episodes = 0
   latest_eval = ""
   sims = config.search.num_simulations
+
+  def run_eval(step: int, env_steps: float, wall_s: float) -> Dict[str, float]:
+    """Evaluates the current params, logs and prints one line."""
+    nonlocal eval_key
+    eval_key, k = jax.random.split(eval_key)
+    result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
+    result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
+    evals.append(result)
+    writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
+    line = (f"[eval] update {step} env_steps {env_steps:.0f} "
+            f"wall {result['wall_s']:.0f}s " + " ".join(
+                f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
+                if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))))
+    if bar is not None:
+      bar.write(line)
+    else:
+      print(line, flush=True)
+    return result
+
   try:
     if tc.eval_every and last_eval == 0:
-      # The untrained agent's score: the start of the learning curve.
-      eval_key, k = jax.random.split(eval_key)
-      result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
-      result.update(update_step=0, env_steps=0.0, wall_s=time.perf_counter() - start)
-      evals.append(result)
-      writer.scalars(0, {k2: v for k2, v in result.items() if "/" in k2})
-      print(f"[eval] update 0 " + " ".join(
-          f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
-          if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))), flush=True)
+      run_eval(0, 0.0, time.perf_counter() - start)  # the untrained agent
     while int(_unreplicate(state.update_step)) < target:
       if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
         break
@@ -184,21 +195,9 @@ def train(config: Config, *, logdir: str, resume: bool = False,
         writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
         last_log = step
       if tc.eval_every and (step - last_eval >= tc.eval_every or step >= target):
-        eval_key, k = jax.random.split(eval_key)
-        result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
-        result.update(update_step=step, env_steps=row["env_steps"], wall_s=row["wall_s"])
-        evals.append(result)
-        writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
+        result = run_eval(step, row["env_steps"], row["wall_s"])
         latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
         last_eval = step
-        line = (f"[eval] update {step} env_steps {row['env_steps']:.0f} "
-                f"wall {row['wall_s']:.0f}s " + " ".join(
-                    f"{k.split('/', 1)[1]}={v:.3f}" for k, v in result.items()
-                    if "/" in k and not k.endswith(("draw_rate", "mean_length"))))
-        if bar is not None:
-          bar.write(line)
-        else:
-          print(line, flush=True)
       if tc.checkpoint_every and step - last_ckpt >= tc.checkpoint_every:
         save()
         last_ckpt = step
