@@ -52,6 +52,10 @@ def main() -> None:
   parser.add_argument("--games", type=int, default=1000, help="games per seat")
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args()
+  if args.depth < 1:
+    parser.error(f"--depth must be >= 1, got {args.depth}")
+  if args.games < 1:
+    parser.error(f"--games must be >= 1, got {args.games}")
   if args.depth < 2:
     print("note: the issue asks for depth >= 2")
   env = envs.make("einstein")

@@ -45,7 +45,7 @@ def _params_text(env) -> str:
 
 
 def evaluate_checkpoint(directory: str, *, step: Optional[int] = None,
-                        opponent: str = "random", games: int = 1000,
+                        opponent: Optional[str] = None, games: int = 1000,
                         simulations: Optional[int] = None, seed: int = 0,
                         agent_kind: str = "search", expect_env: Optional[str] = None,
                         exact: bool = True, diagnostics: bool = False,
@@ -80,9 +80,12 @@ def evaluate_checkpoint(directory: str, *, step: Optional[int] = None,
   else:
     policy = evaluation.greedy_network_policy(agent.network, agent.params)
   if two_player:
-    opp = opponents.make_opponent(opponent, env, simulations=simulations)
+    opp = opponents.make_opponent(opponent or "random", env, simulations=simulations)
     opp_name = opp.name
   else:
+    if opponent not in (None, "random"):  # "random" is the default: accepted
+      raise ValueError(f"--opponent {opponent!r} does not apply to {env.id}: a game "
+                       f"with payoff {env.payoff!r}, where the agent plays every seat")
     opp = opponents.Opponent("none", evaluation.random_policy)
     opp_name = f"none (the agent plays every seat; payoff {env.payoff})"
 
@@ -191,9 +194,9 @@ def main(argv=None) -> int:
   parser.add_argument("--step", type=int, default=None, help="saved step (default latest)")
   parser.add_argument("--env", default=None,
                       help="fail unless the checkpoint is for this game")
-  parser.add_argument("--opponent", default="random",
+  parser.add_argument("--opponent", default=None,
                       help="random|optimal|expectiminimax[:depth]|mcts[:sims]|greedy|"
-                           "checkpoint:DIR[@STEP] (default random)")
+                           "checkpoint:DIR[@STEP] (two-player games; default random)")
   parser.add_argument("--games", type=int, default=1000)
   parser.add_argument("--simulations", type=int, default=None,
                       help="search simulations (default: the checkpoint's config)")
