@@ -62,7 +62,7 @@ class Learner:
     tc = config.train
     self.optimizer = optax.chain(
         optax.clip_by_global_norm(tc.max_grad_norm),
-        optax.adam(tc.learning_rate))
+        optax.adam(tc.learning_rate_schedule()))
     self.transitions_per_chunk = tc.rollout_length * tc.num_envs
     self.updates_per_chunk = tc.updates_per_chunk(self.transitions_per_chunk)
     self._example = None
@@ -100,21 +100,23 @@ class Learner:
 
   # ---------------------------------------------------------------- step
   def temperature(self, update_step: chex.Array) -> chex.Array:
-    """Linear decay from temperature_start to temperature_end over the run."""
+    """Self-play temperature `[]` after `update_step` updates: linear from
+    temperature_start to temperature_end over temperature_decay_updates
+    (total_updates when 0), then constant."""
     tc = self.config.train
-    frac = jnp.clip(update_step / tc.total_updates, 0.0, 1.0)
+    span = tc.temperature_decay_updates or tc.total_updates
+    frac = jnp.clip(update_step / span, 0.0, 1.0)
     return tc.temperature_start + frac * (tc.temperature_end - tc.temperature_start)
 
   def _loss(self, params, batch):
     return ndmz_loss(params, self.network, batch, self.config.loss)
 
-  def _update(self, carry, key, *, axis_name):
-    params, opt_state, buffer = carry
+  def _update(self, carry, key, *, prepared, axis_name):
+    params, opt_state = carry
     tc = self.config.train
-    batch = replay_lib.sample(
-        buffer, key, tc.batch_size, K=tc.unroll_steps,
-        num_players=self.env.num_players, num_actions=self.env.num_actions,
-        payoff=self.env.payoff, td_steps=tc.td_steps, discount=tc.discount)
+    batch = replay_lib.sample_prepared(
+        prepared, key, tc.batch_size, K=tc.unroll_steps,
+        num_players=self.env.num_players, num_actions=self.env.num_actions)
     (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
     if axis_name is not None:
       grads = jax.lax.pmean(grads, axis_name)
@@ -123,7 +125,7 @@ class Learner:
     updates, opt_state = self.optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
-    return (params, opt_state, buffer), metrics
+    return (params, opt_state), metrics
 
   def step(self, state: TrainState, axis_name=None) -> Tuple[TrainState, Dict[str, chex.Array]]:
     """One Anakin step on one device (call through `jit` or `pstep`).
@@ -140,11 +142,15 @@ class Learner:
         config=self.config.search, num_steps=tc.rollout_length,
         temperature=self.temperature(state.update_step))
     buffer = replay_lib.add(state.buffer, records)
-    ready = (buffer.count >= tc.min_replay) & replay_lib.can_sample(
-        buffer, tc.unroll_steps)
-    update = functools.partial(self._update, axis_name=axis_name)
-    (params, opt_state, _), metrics = jax.lax.scan(
-        update, (state.params, state.opt_state, buffer),
+    # The buffer is fixed during the updates: derive its targets once.
+    prepared = replay_lib.prepare(
+        buffer, K=tc.unroll_steps, num_players=self.env.num_players,
+        payoff=self.env.payoff, td_steps=tc.td_steps, discount=tc.discount)
+    ready = (buffer.count >= tc.min_replay) & jnp.any(prepared.start_ok)
+    update = functools.partial(self._update, prepared=prepared,
+                               axis_name=axis_name)
+    (params, opt_state), metrics = jax.lax.scan(
+        update, (state.params, state.opt_state),
         jax.random.split(k_upd, self.updates_per_chunk))
     metrics = jax.tree.map(jnp.mean, metrics)
     keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)

@@ -26,6 +26,9 @@ import envs
 from envs.core import ParamValue
 
 
+LR_SCHEDULES = ("constant", "cosine")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
   """The Anakin loop: self-play, replay and optimisation settings."""
@@ -39,9 +42,12 @@ class TrainConfig:
   td_steps: int = 0              # 0: game outcome; n > 0: n-step bootstrap
   discount: float = 1.0          # reward discount (1 for board games)
   learning_rate: float = 1e-3
+  lr_schedule: str = "constant"  # "constant", or "cosine" decay over total_updates
+  learning_rate_end: float = 1e-4  # the cosine schedule's final learning rate
   max_grad_norm: float = 5.0     # Adam with global-norm clipping
   temperature_start: float = 1.0   # self-play action temperature, decayed
-  temperature_end: float = 0.25    # linearly to this over the run
+  temperature_end: float = 0.25    # linearly to this over the decay
+  temperature_decay_updates: int = 0  # updates the decay takes (0: total_updates)
   total_updates: int = 10_000    # budget in gradient updates (per device)
   eval_every: int = 500          # updates between evaluations (0: never)
   eval_games: int = 256          # games per evaluation
@@ -56,6 +62,12 @@ class TrainConfig:
         raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
     if self.replay_ratio <= 0:
       raise ValueError(f"train.replay_ratio must be > 0, got {self.replay_ratio}")
+    if self.lr_schedule not in LR_SCHEDULES:
+      raise ValueError(f"train.lr_schedule must be one of {LR_SCHEDULES}, got "
+                       f"{self.lr_schedule!r}")
+    if not (self.learning_rate > 0 and self.learning_rate_end >= 0):
+      raise ValueError("train.learning_rate must be > 0 and train.learning_rate_end "
+                       f">= 0, got {self.learning_rate} and {self.learning_rate_end}")
     if self.td_steps < 0:
       raise ValueError(f"train.td_steps must be >= 0, got {self.td_steps}")
     if not 0 < self.discount <= 1:
@@ -66,9 +78,18 @@ class TrainConfig:
     if not 0 <= self.min_replay <= self.replay_capacity:
       raise ValueError(f"train.min_replay must be in [0, replay_capacity], "
                        f"got {self.min_replay}")
-    for name in ("eval_every", "checkpoint_every"):
+    for name in ("eval_every", "checkpoint_every", "temperature_decay_updates"):
       if getattr(self, name) < 0:
         raise ValueError(f"train.{name} must be >= 0")
+
+  def learning_rate_schedule(self):
+    """The optax learning rate: a float, or a schedule of the update count."""
+    if self.lr_schedule == "constant":
+      return self.learning_rate
+    import optax  # pylint: disable=import-outside-toplevel
+    return optax.cosine_decay_schedule(
+        self.learning_rate, self.total_updates,
+        alpha=self.learning_rate_end / self.learning_rate)
 
   def updates_per_chunk(self, transitions_per_chunk: int) -> int:
     """Gradient updates after each self-play chunk, from `replay_ratio`."""

@@ -75,3 +75,19 @@ def test_config_is_frozen():
   cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"))
   with pytest.raises(Exception):
     cfg.train.batch_size = 3  # type: ignore[misc]
+
+
+def test_temperature_schedule_decays_over_its_span_then_holds():
+  from anakin_mz.anakin import Learner
+  path = os.path.join(ROOT, "configs", "catch.yaml")
+  over = ["train.temperature_start=1.0", "train.temperature_end=0.2",
+          "train.total_updates=1000"]
+  whole = Learner(config_lib.load(path, over))
+  fast = Learner(config_lib.load(path, over + ["train.temperature_decay_updates=100"]))
+  assert float(whole.temperature(500)) == pytest.approx(0.6)
+  assert float(whole.temperature(1000)) == pytest.approx(0.2)
+  assert float(fast.temperature(50)) == pytest.approx(0.6)
+  assert float(fast.temperature(100)) == pytest.approx(0.2)
+  assert float(fast.temperature(700)) == pytest.approx(0.2)
+  with pytest.raises(ValueError, match="temperature_decay_updates must be >= 0"):
+    config_lib.load(path, ["train.temperature_decay_updates=-1"])
