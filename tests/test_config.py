@@ -91,3 +91,16 @@ def test_temperature_schedule_decays_over_its_span_then_holds():
   assert float(fast.temperature(700)) == pytest.approx(0.2)
   with pytest.raises(ValueError, match="temperature_decay_updates must be >= 0"):
     config_lib.load(path, ["train.temperature_decay_updates=-1"])
+
+
+def test_learning_rate_schedule_keys_validate():
+  path = os.path.join(ROOT, "configs", "catch.yaml")
+  with pytest.raises(ValueError, match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"):
+    config_lib.load(path, ["train.lr_schedule=step"])
+  with pytest.raises(ValueError, match="learning_rate_end >= 0"):
+    config_lib.load(path, ["train.learning_rate_end=-0.1"])
+  cosine = config_lib.load(path, ["train.lr_schedule=cosine", "train.total_updates=100",
+                                  "train.learning_rate=0.01", "train.learning_rate_end=0.001"])
+  schedule = cosine.train.learning_rate_schedule()
+  assert float(schedule(0)) == pytest.approx(0.01)
+  assert float(schedule(100)) == pytest.approx(0.001)
