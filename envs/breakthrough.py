@@ -11,20 +11,34 @@ row or by capturing every opposing piece; there are no draws and a side always
 has a move (its most advanced piece can move diagonally when `columns >= 2`).
 Rewards are +1/-1 on the last move, zero otherwise. Chance never acts.
 
-Actions: exactly OpenSpiel's encoding,
-`action = ((row * columns + column) * 6 + direction) * 2 + capture`, with
-`(row, column)` the square the piece leaves, `direction` in 0..5 the step
-`(+1,-1), (+1,0), (+1,+1)` (black) or `(-1,-1), (-1,0), (-1,+1)` (white), and
-`capture` 1 for a capture. `num_actions = rows * columns * 12` (300 at 5x5,
-768 at 8x8); most of these are never legal.
+Everything an agent sees is canonical, i.e. relative to the mover: the
+*mover's frame* of the board is the board as it is for black and the board
+turned by 180 degrees for white (`(row, col) -> (rows-1-row, columns-1-col)`,
+`view_squares`), so in its own frame every player starts on rows 0.. and moves
+toward increasing row index. The turn is a rotation, not a mirror image, so
+both sides see the same geometry: a position and its colour-swapped, turned
+copy with the other side to move look identical and have the same actions.
 
-Observation: float32 `[rows, columns, 4]` in OpenSpiel's board orientation
-(row 0 is black's home row, printed at the top), from the point of view of
-`player`: plane 0 the player's pieces, plane 1 the opponent's pieces, plane 2
-the empty squares, plane 3 all ones when `player` is black (moves down) and all
-zeros when white. For player 0 planes 0-2 are OpenSpiel's observation tensor
-`[3, rows, columns]` moved to channels-last; for player 1 its planes 0 and 1
-are swapped. The board is not flipped, so actions keep one meaning.
+Actions (`num_actions = rows * columns * 3`, 75 at 5x5, 192 at 8x8):
+`action = (row * columns + col) * 3 + d`, with `(row, col)` the square the
+piece leaves in the mover's frame and `d` 0, 1, 2 the step forward-left
+`(+1, -1)`, forward `(+1, 0)`, forward-right `(+1, +1)` in that frame. Whether
+a diagonal step captures follows from the position (no capture bit).
+`to_openspiel_action` / `from_openspiel_action` give the bijection, on legal
+actions, with OpenSpiel's ids `((row * columns + col) * 6 + direction) * 2 +
+capture` on the absolute board (directions 0..2 black's `(+1, -1), (+1, 0),
+(+1, +1)`, 3..5 white's `(-1, -1), (-1, 0), (-1, +1)`); `action_to_string`
+gives OpenSpiel's move names ("a5a4", "b4c3*").
+
+Observation: float32 `[rows, columns, 3]` in the frame of `player` (for the
+state's own observation, the mover; at the end, the winner): plane 0 the
+player's pieces, plane 1 the opponent's, plane 2 the empty squares. There is
+no colour plane: both sides play the same game. For black these are
+OpenSpiel's observation planes (black, white, empty) moved to channels-last;
+for white OpenSpiel's planes (white, black, empty) turned by 180 degrees.
+
+The game core's state keeps the absolute board (`render` draws it as OpenSpiel
+prints it, black's home row on top).
 """
 
 from __future__ import annotations
@@ -40,50 +54,66 @@ from envs.core import TERMINAL, Game
 from envs.registry import register
 
 EMPTY, BLACK, WHITE = 0, 1, 2  # cell values; player p's pieces are p + 1
-NUM_DIRECTIONS = 6
-# Direction offsets for black (0..2), then white (3..5), as in OpenSpiel.
-DIR_ROW = (1, 1, 1, -1, -1, -1)
-DIR_COL = (-1, 0, 1, -1, 0, 1)
+NUM_MOVES = 3  # forward-left, forward, forward-right (mover's frame)
+MOVE_COL = (-1, 0, 1)  # column step of each move in the mover's frame
 MAX_SIDE = 16
 # OpenSpiel starts with two full rows a side from this many rows on.
 ROWS_FOR_TWO_ROWS = 6
+# OpenSpiel's absolute direction of our move d, per player (its directions
+# 0..2 are black's (+1, -1), (+1, 0), (+1, +1); 3..5 white's (-1, -1),
+# (-1, 0), (-1, +1); turning the board maps white's (+1, dc) to (-1, -dc)).
+_OS_DIRECTION = ((0, 1, 2), (5, 4, 3))
 
 
 @struct.dataclass
 class BreakthroughState:
-  """board: int8 `[rows * columns]` row-major (EMPTY, BLACK or WHITE);
-  player: int32 `[]` to move (0 black, 1 white); winner: int32 `[]`, -1 while
-  the game goes on."""
+  """board: int8 `[rows, columns]`, absolute (EMPTY, BLACK or WHITE; row 0 is
+  black's home row); player: int32 `[]` to move (0 black, 1 white); winner:
+  int32 `[]`, -1 while the game goes on."""
   board: jax.Array
   player: jax.Array
   winner: jax.Array
 
 
-def action_tables(rows: int, columns: int) -> dict:
-  """Static numpy tables over all `rows * columns * 12` actions.
+def view_squares(sq: jax.Array, player: jax.Array,
+                 num_squares: int) -> jax.Array:
+  """Maps flat squares (`row * columns + col`) of the absolute board to
+  `player`'s frame (turned 180 degrees for player 1) and back: the map is its
+  own inverse. Any shape."""
+  return jnp.where(player == 0, sq, num_squares - 1 - sq)
 
-  Returns a dict of arrays `[num_actions]`: `src` and `dst` flat squares
-  (`dst` clipped to 0 where off the board), `on_board` bool, `owner` (0 for
-  black's directions, 1 for white's), `capture` bool, `straight` bool.
+
+def view_board(board: jax.Array, player: jax.Array) -> jax.Array:
+  """The board `[rows, columns]` (or flat) in `player`'s frame: as it is for
+  player 0, turned 180 degrees for player 1 (cell values unchanged)."""
+  return jnp.where(player == 0, board, jnp.flip(board))
+
+
+def action_tables(rows: int, columns: int) -> dict:
+  """Static numpy tables over all `rows * columns * 3` actions, in the
+  mover's frame (the same for both players).
+
+  Returns a dict of arrays `[num_actions]`: `src` and `dst` flat squares of
+  the frame (`dst` clipped to 0 where off the board), `on_board` bool,
+  `straight` bool (the forward move, which never captures).
   """
-  a = np.arange(rows * columns * NUM_DIRECTIONS * 2)
-  capture = a % 2
-  direction = (a // 2) % NUM_DIRECTIONS
-  square = a // (2 * NUM_DIRECTIONS)
+  a = np.arange(rows * columns * NUM_MOVES)
+  d = a % NUM_MOVES
+  square = a // NUM_MOVES
   r, c = square // columns, square % columns
-  r2 = r + np.asarray(DIR_ROW)[direction]
-  c2 = c + np.asarray(DIR_COL)[direction]
-  on_board = (r2 >= 0) & (r2 < rows) & (c2 >= 0) & (c2 < columns)
+  r2, c2 = r + 1, c + np.asarray(MOVE_COL)[d]
+  on_board = (r2 < rows) & (c2 >= 0) & (c2 < columns)
   dst = np.where(on_board, r2 * columns + c2, 0)
   return dict(src=square.astype(np.int32), dst=dst.astype(np.int32),
-              on_board=on_board, owner=(direction // 3).astype(np.int32),
-              capture=capture.astype(bool), straight=(direction % 3) == 1)
+              on_board=on_board, straight=d == 1)
 
 
 @register
 class Breakthrough(Game):
+  """Breakthrough. See the module docstring for rules and encodings."""
+
   name = "breakthrough"
-  version = 1
+  version = 2  # 2: canonical (mover's frame) actions and observation
   payoff = "zero_sum"
   default_params = {"rows": 5, "columns": 5}
 
@@ -114,11 +144,11 @@ class Breakthrough(Game):
 
   @property
   def num_actions(self) -> int:
-    return self.rows * self.columns * NUM_DIRECTIONS * 2
+    return self.rows * self.columns * NUM_MOVES
 
   @property
   def observation_shape(self) -> Tuple[int, ...]:
-    return (self.rows, self.columns, 4)
+    return (self.rows, self.columns, 3)
 
   @property
   def max_game_length(self) -> int:
@@ -133,10 +163,10 @@ class Breakthrough(Game):
   @property
   def max_legal_actions(self) -> int:
     """A bound on the legal actions of a position: three per piece."""
-    return 3 * self.pieces_per_side
+    return NUM_MOVES * self.pieces_per_side
 
   def initial_board(self) -> np.ndarray:
-    """int8 `[rows, columns]`: the starting position."""
+    """int8 `[rows, columns]`: the starting position (absolute board)."""
     board = np.zeros((self.rows, self.columns), np.int8)
     home = 2 if self.rows >= ROWS_FOR_TWO_ROWS else 1
     board[:home] = BLACK
@@ -144,16 +174,17 @@ class Breakthrough(Game):
     return board
 
   def from_board(self, board, player: int) -> BreakthroughState:
-    """A state from a `[rows, columns]` board of EMPTY/BLACK/WHITE with
-    `player` to move (for hand-built positions; the winner is not inferred)."""
+    """A state from an absolute `[rows, columns]` board of EMPTY/BLACK/WHITE
+    with `player` to move (for hand-built positions; the winner is not
+    inferred)."""
     board = np.asarray(board, np.int8)
     if board.shape != (self.rows, self.columns):
       raise ValueError(f"breakthrough: board shape {board.shape} != "
                        f"{(self.rows, self.columns)}")
     if player not in (0, 1):
       raise ValueError(f"breakthrough: player must be 0 or 1, got {player}")
-    return BreakthroughState(board=jnp.asarray(board.reshape(-1)),
-                             player=jnp.int32(player), winner=jnp.int32(-1))
+    return BreakthroughState(board=jnp.asarray(board), player=jnp.int32(player),
+                             winner=jnp.int32(-1))
 
   def init(self, key: jax.Array) -> BreakthroughState:
     del key  # the start is fixed
@@ -163,21 +194,20 @@ class Breakthrough(Game):
     return jnp.where(g.winner >= 0, TERMINAL, g.player).astype(jnp.int32)
 
   def legal_action_mask(self, g: BreakthroughState) -> jax.Array:
-    # Shifted boards, not a gather over all actions: several times faster.
+    # Shifted boards in the mover's frame, not a gather over all actions:
+    # several times faster.
     rows, cols = self.rows, self.columns
-    board = g.board.reshape(rows, cols)
+    board = view_board(g.board, g.player)
     mine = board == (g.player + 1).astype(jnp.int8)
     pad = lambda x: jnp.pad(x, 1)  # off the board reads as False
     empty = pad(board == EMPTY)
     opp = pad(board == (2 - g.player).astype(jnp.int8))
     planes = []
-    for d in range(NUM_DIRECTIONS):
-      dr, dc = DIR_ROW[d], DIR_COL[d]
-      window = (slice(1 + dr, 1 + dr + rows), slice(1 + dc, 1 + dc + cols))
-      mover = mine & (g.player == d // 3)
-      planes.append(mover & empty[window])
-      planes.append(mover & opp[window] if dc else jnp.zeros_like(mine))
-    # [rows, columns, direction, capture], flattened in the action order.
+    for dc in MOVE_COL:  # forward is row + 1 in the frame
+      window = (slice(2, 2 + rows), slice(1 + dc, 1 + dc + cols))
+      onto = (empty[window] | opp[window]) if dc else empty[window]
+      planes.append(mine & onto)
+    # [rows, columns, move], flattened in the action order.
     return jnp.stack(planes, axis=-1).reshape(-1)
 
   def chance_probs(self, g: BreakthroughState) -> jax.Array:
@@ -188,25 +218,26 @@ class Breakthrough(Game):
     return g, jnp.zeros((2,), jnp.float32)
 
   def apply_action(self, g: BreakthroughState, action: jax.Array):
+    n = self.rows * self.columns
     me = (g.player + 1).astype(jnp.int8)
     opp = (2 - g.player).astype(jnp.int8)
-    dst = self._dst[action]
-    board = g.board.at[dst].set(me).at[self._src[action]].set(EMPTY)
-    far_row = jnp.where(g.player == 0, self.rows - 1, 0)
-    wins = (self._dst_row[action] == far_row) | ~jnp.any(board == opp)
+    src = view_squares(self._src[action], g.player, n)
+    dst = view_squares(self._dst[action], g.player, n)
+    board = g.board.reshape(-1).at[dst].set(me).at[src].set(EMPTY)
+    wins = (self._dst_row[action] == self.rows - 1) | ~jnp.any(board == opp)
     winner = jnp.where(wins, g.player, -1).astype(jnp.int32)
     sign = jnp.where(g.player == 0, 1.0, -1.0)
     rewards = jnp.where(wins, jnp.stack([sign, -sign]), 0.0)
-    return (BreakthroughState(board=board, player=1 - g.player, winner=winner),
+    return (BreakthroughState(board=board.reshape(self.rows, self.columns),
+                              player=1 - g.player, winner=winner),
             rewards.astype(jnp.float32))
 
   def observe(self, g: BreakthroughState, player: jax.Array) -> jax.Array:
-    board = g.board.reshape(self.rows, self.columns)
+    player = jnp.asarray(player, jnp.int32)
+    board = view_board(g.board, player)
     mine = board == (player + 1).astype(jnp.int8)
     theirs = board == (2 - player).astype(jnp.int8)
-    black = jnp.broadcast_to(player == 0, board.shape)
-    return jnp.stack([mine, theirs, board == EMPTY, black],
-                     axis=-1).astype(jnp.float32)
+    return jnp.stack([mine, theirs, board == EMPTY], axis=-1).astype(jnp.float32)
 
   def perspective(self, g: BreakthroughState) -> jax.Array:
     # At the end, the side that made the last move.
@@ -225,15 +256,59 @@ class Breakthrough(Game):
       lines.append(f"{('black', 'white')[player]} (player {player}) to move")
     return "\n".join(lines)
 
-  def action_to_string(self, g, action: int) -> str:
-    """OpenSpiel's name, e.g. "a5a4" or "b4c3*" (ranks count from the bottom)."""
-    del g
+  def action_to_string(self, g: BreakthroughState, action: int) -> str:
+    """OpenSpiel's name of `action` for the mover of `g`, e.g. "a5a4" or
+    "b4c3*" (absolute squares, ranks counting from the bottom; "*" when the
+    step captures). `str(action)` for an id that leaves the board."""
+    rows, cols = self.rows, self.columns
     if not 0 <= action < self.num_actions:
       return str(action)
-    square, rest = divmod(action, 2 * NUM_DIRECTIONS)
-    direction, capture = divmod(rest, 2)
-    r, c = divmod(square, self.columns)
-    r2, c2 = r + DIR_ROW[direction], c + DIR_COL[direction]
-    name = (f"{chr(ord('a') + c)}{self.rows - r}"
-            f"{chr(ord('a') + c2)}{self.rows - r2}")
+    square, d = divmod(int(action), NUM_MOVES)
+    r, c = divmod(square, cols)
+    r2, c2 = r + 1, c + MOVE_COL[d]
+    if not (r2 < rows and 0 <= c2 < cols):
+      return str(action)
+    player = int(g.player)
+    if player == 1:  # back to the absolute board
+      r, c, r2, c2 = rows - 1 - r, cols - 1 - c, rows - 1 - r2, cols - 1 - c2
+    board = np.asarray(g.board).reshape(rows, cols)
+    capture = d != 1 and board[r2, c2] == 2 - player
+    name = (f"{chr(ord('a') + c)}{rows - r}"
+            f"{chr(ord('a') + c2)}{rows - r2}")
     return name + ("*" if capture else "")
+
+
+def to_openspiel_action(g: BreakthroughState, action: jax.Array) -> jax.Array:
+  """int32 `[]`: OpenSpiel's id of our `action` in decision state `g` (one
+  unbatched state; vmap for batches).
+
+  OpenSpiel ranks (row, col, direction, capture) in mixed base (rows,
+  columns, 6, 2) on the absolute board; capture is 1 when the target square
+  holds an opposing piece. Meaningful for legal actions only.
+  """
+  rows, columns = g.board.shape
+  n = rows * columns
+  p = g.player
+  action = jnp.asarray(action, jnp.int32)
+  d = action % NUM_MOVES
+  view_src = action // NUM_MOVES
+  view_dst = view_src + columns + jnp.asarray(MOVE_COL)[d]
+  src = view_squares(view_src, p, n)
+  dst = jnp.clip(view_squares(view_dst, p, n), 0, n - 1)
+  capture = ((d != 1) & (g.board.reshape(-1)[dst] == 2 - p)).astype(jnp.int32)
+  direction = jnp.asarray(_OS_DIRECTION)[p, d]
+  return ((src * 6 + direction) * 2 + capture).astype(jnp.int32)
+
+
+def from_openspiel_action(g: BreakthroughState,
+                          os_action: jax.Array) -> jax.Array:
+  """int32 `[]`: our action for OpenSpiel's `os_action` in state `g` (one
+  unbatched state; the inverse of `to_openspiel_action` on legal actions).
+  The mover is implied by OpenSpiel's direction; `g` gives the board size."""
+  rows, columns = g.board.shape
+  os_action = jnp.asarray(os_action, jnp.int32)
+  square = os_action // 12
+  direction = (os_action // 2) % 6
+  p = (direction >= 3).astype(jnp.int32)
+  d = jnp.where(p == 0, direction, 5 - direction)
+  return (view_squares(square, p, rows * columns) * NUM_MOVES + d).astype(jnp.int32)

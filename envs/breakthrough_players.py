@@ -16,8 +16,9 @@ and one PRNG key to int32 actions `[B]`:
   (random order); the root plays its most visited action, ties broken by Q,
   as OpenSpiel's `MCTSBot` does.
 
-Nothing here is specific to Breakthrough beyond needing a two-player,
-zero-sum, deterministic env (chance nodes are not modelled).
+Nothing here is specific to Breakthrough (or to its action encoding: the
+policies only read `legal_action_mask` and step the env) beyond needing a
+two-player, zero-sum, deterministic env (chance nodes are not modelled).
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
   its state (ascending), for `max_legal_actions` slots (default: the game's
   `max_legal_actions` if it has one, else `num_actions`). mctx keeps
   `[B, num_simulations + 1, slots]` arrays and rewrites them on every
-  backward step, so 15 slots instead of Breakthrough 5x5's 300 actions make
-  the search many times cheaper.
+  backward step, so 15 slots instead of Breakthrough 5x5's 75 actions make
+  the search several times cheaper.
   """
   if num_simulations < 1:
     raise ValueError(f"mcts: num_simulations must be >= 1, got {num_simulations}")

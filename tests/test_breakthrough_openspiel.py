@@ -1,10 +1,17 @@
 """Differential tests: `breakthrough` against OpenSpiel's `breakthrough`.
 
 Our env plays thousands of random games at once (vmap inside one jitted scan);
-OpenSpiel then replays the same actions in a Python loop. At every step of
+OpenSpiel then replays the same moves in a Python loop. At every step of
 every game the legal action sets, the current player, the board (OpenSpiel's
 observation tensor), the rewards, the terminal time and the returns must be
-identical. Actions are compared as integers: the encodings are the same.
+identical.
+
+Our actions are canonical (the mover's frame, board turned 180 degrees for
+white, no capture bit) and OpenSpiel's are absolute, so actions are matched
+twice: through the env's own `to_openspiel_action` / `from_openspiel_action`
+(every legal action of every step, and the move played), and through a
+mapping written here from OpenSpiel's documented encoding, independently of
+`envs.breakthrough`.
 """
 
 import functools
@@ -15,30 +22,59 @@ import numpy as np
 import pytest
 
 import envs
-from envs.breakthrough import BLACK, WHITE
-from envs.breakthrough_players import uniform_legal_action
+from envs.breakthrough import (BLACK, WHITE, from_openspiel_action,
+                               to_openspiel_action)
+from envs.breakthrough_players import legal_slots, uniform_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
 
 NUM_GAMES = 2000
+# OpenSpiel's directions (dr, dc): 0..2 black's, 3..5 white's.
+OS_OFFSETS = ((1, -1), (1, 0), (1, 1), (-1, -1), (-1, 0), (-1, 1))
+
+
+def ours_from_openspiel(os_action: int, rows: int, columns: int) -> int:
+  """Our action id for an OpenSpiel action id (independent reimplementation:
+  the mover's frame turns the board 180 degrees for white; our moves 0, 1, 2
+  are (+1, -1), (+1, 0), (+1, +1) in that frame; the capture bit is dropped)."""
+  rest, _capture = divmod(os_action, 2)
+  square, direction = divmod(rest, 6)
+  row, col = divmod(square, columns)
+  dr, dc = OS_OFFSETS[direction]
+  if direction >= 3:  # white: turn the board
+    row, col, dr, dc = rows - 1 - row, columns - 1 - col, -dr, -dc
+  assert dr == 1
+  return (row * columns + col) * 3 + dc + 1
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _play(env, key, batch):
   """Random games, all from the start: per-step records with a leading time
-  axis. `legal[t]` is the legal mask before `actions[t]`, bit-packed
-  (little-endian) to keep 2,000 8x8 games small; `board[t]`, `player[t]`,
+  axis. Before action t: `legal[t]` is the legal mask, bit-packed
+  (little-endian) to keep 2,000 8x8 games small; `os_legal[t]` the OpenSpiel
+  ids (`to_openspiel_action`) of the legal actions, -1 padded; `os_action[t]`
+  the OpenSpiel id of `actions[t]`; `round_trip[t]` whether
+  `from_openspiel_action` inverts them all. `board[t]`, `player[t]`,
   `done[t]` describe the state after t + 1 actions; `rewards[t]` is the
   reward of action t."""
   k0, k1 = jax.random.split(key)
   s = jax.vmap(env.init)(jax.random.split(k0, batch))
+  slots = env.game.max_legal_actions
+  to_os = jax.vmap(jax.vmap(to_openspiel_action, (None, 0)))
+  from_os = jax.vmap(jax.vmap(from_openspiel_action, (None, 0)))
 
   def body(s, k):
     a = uniform_legal_action(s.legal_action_mask, k)
     legal = jnp.packbits(s.legal_action_mask, axis=-1, bitorder="little")
+    acts, valid = legal_slots(s.legal_action_mask, slots)
+    os_legal = to_os(s.game, acts)
+    round_trip = jnp.all((from_os(s.game, os_legal) == acts) | ~valid, -1)
+    os_action = jax.vmap(to_openspiel_action)(s.game, a)
     s2 = jax.vmap(env.step)(s, a)
-    rec = dict(actions=a, legal=legal, board=s2.game.board,
-               player=s2.current_player, done=s2.done,
+    rec = dict(actions=a, legal=legal,
+               os_legal=jnp.where(valid, os_legal, -1).astype(jnp.int16),
+               os_action=os_action, round_trip=round_trip | s.done,
+               board=s2.game.board, player=s2.current_player, done=s2.done,
                terminated=s2.terminated, truncated=s2.truncated,
                illegal=s2.illegal_action, rewards=s2.rewards)
     return s2, rec
@@ -48,9 +84,9 @@ def _play(env, key, batch):
   return first, rec
 
 
-def _openspiel_board(state, rows, columns):
-  """int8 `[rows * columns]` board in our cell values from OpenSpiel's
-  observation tensor (planes black, white, empty)."""
+def _openspiel_board(state):
+  """int8 `[rows * columns]` absolute board in our cell values from
+  OpenSpiel's observation tensor (planes black, white, empty)."""
   t = np.asarray(state.observation_tensor(0), np.float32).reshape(3, -1)
   return (t[0] * BLACK + t[1] * WHITE).astype(np.int8)
 
@@ -58,31 +94,45 @@ def _openspiel_board(state, rows, columns):
 def _check_against_openspiel(rows, columns, game_string, seed):
   env = envs.make("breakthrough", rows=rows, columns=columns)
   game = pyspiel.load_game(game_string)
-  assert game.num_distinct_actions() == env.num_actions
+  assert game.num_distinct_actions() == 4 * env.num_actions
+  assert env.num_actions == rows * columns * 3
   assert game.max_game_length() == env.max_game_length
   assert list(game.observation_tensor_shape()) == [3, rows, columns]
+  ours = np.array([ours_from_openspiel(a, rows, columns)
+                   for a in range(game.num_distinct_actions())])
   first, rec = jax.device_get(_play(env, jax.random.key(seed), NUM_GAMES))
   rec = {k: np.asarray(v) for k, v in rec.items()}
   assert not rec["truncated"].any() and not rec["illegal"].any()
+  assert rec["round_trip"].all()
   # Every game ends within max_game_length, by its rules.
   assert rec["terminated"][-1].all()
   lengths = np.argmax(rec["done"], axis=0) + 1  # actions played
   assert not first["done"].any()
   np.testing.assert_array_equal(first["player"], 0)
+  # The independent mapping agrees with the env's on every move played.
+  played = np.arange(rec["actions"].shape[0])[:, None] < lengths
+  np.testing.assert_array_equal(ours[rec["os_action"]][played],
+                                rec["actions"][played])
 
   for i in range(NUM_GAMES):
     legal_sets = np.unpackbits(rec["legal"][:lengths[i], i], axis=-1,
                                count=env.num_actions, bitorder="little")
     state = game.new_initial_state()
-    np.testing.assert_array_equal(_openspiel_board(state, rows, columns),
-                                  first["board"][i])
+    np.testing.assert_array_equal(_openspiel_board(state),
+                                  first["board"][i].reshape(-1))
     for t in range(lengths[i]):
-      ours = np.flatnonzero(legal_sets[t]).tolist()
-      assert ours == sorted(state.legal_actions()), (i, t, str(state))
-      state.apply_action(int(rec["actions"][t, i]))
+      os_legal = sorted(state.legal_actions())
+      converted = rec["os_legal"][t, i]
+      assert sorted(converted[converted >= 0].tolist()) == os_legal, (
+          i, t, str(state))
+      assert (np.flatnonzero(legal_sets[t]).tolist()
+              == sorted(ours[os_legal].tolist())), (i, t, str(state))
+      os_action = int(rec["os_action"][t, i])
+      state.apply_action(os_action)
       assert state.rewards() == rec["rewards"][t, i].tolist(), (i, t)
-      board = _openspiel_board(state, rows, columns)
-      assert np.array_equal(board, rec["board"][t, i]), (i, t, str(state))
+      board = _openspiel_board(state)
+      assert np.array_equal(board, rec["board"][t, i].reshape(-1)), (
+          i, t, str(state))
       assert state.is_terminal() == (t == lengths[i] - 1), (i, t, str(state))
       if not state.is_terminal():
         assert state.current_player() == rec["player"][t, i]
@@ -100,28 +150,40 @@ def test_matches_openspiel_8x8():
   assert lengths.min() < lengths.max()
 
 
-def test_observation_matches_openspiel_tensor():
-  """Planes 0-2 are OpenSpiel's tensor (black, white, empty) channels-last for
-  player 0, with black and white swapped for player 1; plane 3 marks black."""
-  env = envs.make("breakthrough", rows=6, columns=4)
-  game = pyspiel.load_game("breakthrough(rows=6,columns=4)")
+def test_observation_and_names_match_openspiel():
+  """For black the observation is OpenSpiel's tensor (black, white, empty)
+  channels-last; for white its planes (white, black, empty) turned 180
+  degrees. Move names and the action conversions agree with OpenSpiel's
+  along games driven by OpenSpiel's random moves."""
+  rows, columns = 6, 4
+  env = envs.make("breakthrough", rows=rows, columns=columns)
+  game = pyspiel.load_game(f"breakthrough(rows={rows},columns={columns})")
   step = jax.jit(env.step)
   observe = jax.jit(env.observe)
+  to_os = jax.jit(to_openspiel_action)
+  from_os = jax.jit(from_openspiel_action)
   rng = np.random.default_rng(0)
   for _ in range(5):
     s = env.init(jax.random.key(0))
     state = game.new_initial_state()
     while not state.is_terminal():
-      t = np.asarray(state.observation_tensor(0), np.float32).reshape(3, 6, 4)
+      t = np.asarray(state.observation_tensor(0), np.float32).reshape(3, rows, columns)
       t = np.moveaxis(t, 0, -1)
       for p in (0, 1):
-        ours = np.asarray(observe(s, p))
-        planes = t[..., [1, 0, 2]] if p else t
-        np.testing.assert_array_equal(ours[..., :3], planes)
-        np.testing.assert_array_equal(ours[..., 3], float(p == 0))
+        planes = t[::-1, ::-1][..., [1, 0, 2]] if p else t
+        np.testing.assert_array_equal(observe(s, p), planes)
       np.testing.assert_array_equal(
           np.asarray(s.observation), np.asarray(observe(s, state.current_player())))
-      a = int(rng.choice(state.legal_actions()))
-      state.apply_action(a)
+      legal = state.legal_actions()
+      for os_a in legal:
+        a = int(from_os(s.game, os_a))
+        assert bool(s.legal_action_mask[a])
+        assert int(to_os(s.game, a)) == os_a
+        assert env.game.action_to_string(s.game, a) == state.action_to_string(os_a)
+      assert int(s.legal_action_mask.sum()) == len(legal)
+      os_a = int(rng.choice(legal))
+      a = int(from_os(s.game, os_a))
+      state.apply_action(os_a)
       s = step(s, a)
     assert bool(s.terminated)
+    np.testing.assert_array_equal(s.rewards, state.rewards())
