@@ -116,6 +116,14 @@ class Config:
   train: TrainConfig
   seed: int = 0
 
+  def __post_init__(self):
+    search_discount = getattr(self.search, "discount", self.train.discount)
+    if search_discount != self.train.discount:
+      raise ValueError(
+          f"search.discount ({search_discount}) must equal train.discount "
+          f"({self.train.discount}): the tree backs up the same discounted "
+          "returns the value head learns; set both")
+
   def make_env(self) -> envs.Env:
     """The configured game."""
     return envs.make(self.env, **dict(self.env_params))

@@ -41,8 +41,9 @@ decides the node's kind once, when it is created:
 
 Point of view. Every value and reward stored in the tree (`node_values`,
 `raw_values`, `children_values`, `children_rewards`, `SearchOutput.root_value`)
-is from the point of view of the *root mover*, with discount +1 on every edge:
-`Q(s, a) = r(s, a) + V(child)`, all root-mover POV. Turn order is never
+is from the point of view of the *root mover*, with the same discount
+`config.discount` (+1 by default, never negative) on every edge:
+`Q(s, a) = r(s, a) + discount * V(child)`, all root-mover POV. Turn order is never
 hard-coded: it lives in the per-node relative player, so no discount of -1 is
 needed. With a model that strictly alternates two players and never predicts
 chance or terminal, this search makes exactly the choices of
@@ -91,6 +92,11 @@ class SearchConfig:
     chance_mode: "sample" (draw the child from the chance policy) or
       "prior_minus_visits" (deterministic: argmax of prob - visit share).
     terminal_nodes: predicted-terminal nodes are not expanded further.
+    discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
+      it must be the discount of the value targets the model learned
+      (`Config` checks it equals `train.discount`). Below 1 it makes quick
+      wins worth more than slow ones, which separates the moves of a side
+      that wins (or loses) in every line.
   """
   num_simulations: int = 50
   max_depth: Optional[int] = None
@@ -101,6 +107,7 @@ class SearchConfig:
   identity_mode: str = "sample"
   chance_mode: str = "sample"
   terminal_nodes: bool = True
+  discount: float = 1.0
 
   def __post_init__(self):
     if not isinstance(self.num_simulations, int) or self.num_simulations < 1:
@@ -122,6 +129,8 @@ class SearchConfig:
     if not 0.0 <= self.dirichlet_fraction <= 1.0:
       raise ValueError("dirichlet_fraction must be in [0, 1], got "
                        f"{self.dirichlet_fraction!r}")
+    if not 0.0 < self.discount <= 1.0:
+      raise ValueError(f"discount must be in (0, 1], got {self.discount!r}")
     if not self.pb_c_base > 0:
       raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base!r}")
 
@@ -137,7 +146,7 @@ class SearchOutput:
       (the policy target).
     root_value: `[B]` search value of the root, root mover's POV.
     search_tree: the `mctx.Tree`, `S = max(A, C)` slots per node, all values
-      root mover's POV with discount +1. `search_tree.embeddings` is a `_Node`
+      root mover's POV with discount `config.discount`. `search_tree.embeddings` is a `_Node`
       with fields `embedding` (the user's), `kind` `[B, N]` (0 choice,
       1 chance, 2 terminal) and `player` `[B, N]` (relative player of choice
       nodes, 0 otherwise).
@@ -322,7 +331,8 @@ def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
                 _pad(out.chance_logits, num_slots),
                 jnp.zeros((batch_size, num_slots), out.policy_logits.dtype)))
   step = mctx.RecurrentFnOutput(
-      reward=reward, discount=jnp.ones_like(reward), prior_logits=prior,
+      reward=reward, discount=jnp.full_like(reward, config.discount),
+      prior_logits=prior,
       value=value)
   return step, _Node(embedding=embedding, kind=kind, player=player)
 

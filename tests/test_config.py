@@ -54,6 +54,12 @@ def test_overrides_apply_and_validate():
     config_lib.load(path, ["trian.batch_size=3"])
   with pytest.raises(ValueError, match="not of the form"):
     config_lib.load(path, ["train.batch_size"])
+  with pytest.raises(ValueError, match=r"search.discount \(0.9\) must equal train.discount \(1.0\)"):
+    config_lib.load(path, ["search.discount=0.9"])
+  with pytest.raises(ValueError, match=r"discount must be in \(0, 1\]"):
+    config_lib.load(path, ["search.discount=0", "train.discount=0"])
+  both = config_lib.load(path, ["search.discount=0.9", "train.discount=0.9"])
+  assert both.search.discount == both.train.discount == 0.9
 
 
 def test_bad_files(tmp_path):

@@ -139,7 +139,7 @@ def _softmax(x):
 
 def _reference_search(t, root_row, legal, *, num_players, payoff,
                       num_simulations, pb_c_init=1.25, pb_c_base=19652.0,
-                      terminal_nodes=True):
+                      terminal_nodes=True, discount=1.0):
   """Plain-Python NDMZ search (identity argmax, chance prior_minus_visits,
   no root noise). Returns (root node, smallest argmax margin seen)."""
   num_actions, num_outcomes = t["policy"].shape[1], t["chance"].shape[1]
@@ -183,7 +183,7 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
       valid = np.arange(slots) < num_outcomes
       return argmax(node.prior - n / (1 + n.sum()), valid)
     sign = -1.0 if payoff == "zero_sum" and node.player != 0 else 1.0
-    q = sign * (node.child_reward + node.child_value)
+    q = sign * (node.child_reward + discount * node.child_value)
     v = sign * node.value
     safe = np.where(n > 0, q, v)
     lo, hi = min(v, safe.min()), max(v, safe.max())
@@ -212,7 +212,7 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
     value = leaf.value
     child = leaf
     for node, slot in reversed(path):
-      value = node.child_reward[slot] + value
+      value = node.child_reward[slot] + discount * value
       node.value = (node.value * node.visits + value) / (node.visits + 1)
       node.visits += 1
       node.child_value[slot] = child.value
@@ -222,12 +222,14 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
 
 
 def _assert_matches_reference(out, t, root_rows, legal, *, num_players,
-                              payoff, num_simulations, terminal_nodes=True):
+                              payoff, num_simulations, terminal_nodes=True,
+                              discount=1.0):
   """Root visits, root value and the whole tree's visit sum match."""
   for b, row in enumerate(root_rows):
     ref, margin = _reference_search(
         t, int(row), legal[b], num_players=num_players, payoff=payoff,
-        num_simulations=num_simulations, terminal_nodes=terminal_nodes)
+        num_simulations=num_simulations, terminal_nodes=terminal_nodes,
+        discount=discount)
     assert margin > 1e-5, "near tie: the comparison would be meaningless"
     num_actions = t["policy"].shape[1]
     np.testing.assert_array_equal(
@@ -363,6 +365,28 @@ def test_random_tables_match_reference(payoff, num_players):
                config=_REF_CONFIG)
     _assert_matches_reference(out, t, roots, legal, num_players=num_players,
                               payoff=payoff, num_simulations=30)
+
+
+def test_discount_matches_reference_and_changes_the_search():
+  """A per-edge discount (zero-sum, random models): the tree backs up
+  r + discount * V exactly as the reference does, and the root values differ
+  from the undiscounted search's."""
+  config = dataclasses.replace(_REF_CONFIG, discount=0.8)
+  rng = np.random.default_rng(7)
+  t = _random_tables(rng, 40, 3, 4, 2)
+  _set_identity(t, 0, 3)
+  roots = rng.integers(1, 40, 3)
+  legal = np.ones((3, 3), bool)
+  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.asarray(roots),
+             jnp.asarray(legal), num_players=2, payoff="zero_sum",
+             config=config)
+  _assert_matches_reference(out, t, roots, legal, num_players=2,
+                            payoff="zero_sum", num_simulations=30,
+                            discount=0.8)
+  plain = _run(_jnp(t), jax.random.PRNGKey(0), jnp.asarray(roots),
+               jnp.asarray(legal), num_players=2, payoff="zero_sum",
+               config=_REF_CONFIG)
+  assert not np.allclose(out.root_value, plain.root_value)
 
 
 # ----------------------------------------------------------------------------
@@ -741,7 +765,7 @@ def test_bad_arguments_raise_value_error():
                 config=SearchConfig(num_simulations=2))
   for bad in (dict(num_simulations=0), dict(identity_mode="max"),
               dict(chance_mode="argmax"), dict(dirichlet_fraction=1.5),
-              dict(max_depth=0)):
+              dict(max_depth=0), dict(discount=0.0), dict(discount=1.5)):
     with pytest.raises(ValueError):
       SearchConfig(**bad)
   assert hash(SearchConfig()) == hash(SearchConfig())
