@@ -85,6 +85,12 @@ class SearchConfig:
       (with identity_mode="sample" its kind is drawn again).
     dirichlet_alpha: concentration of the root Dirichlet noise.
     dirichlet_fraction: weight of the noise in the root prior (0 disables it).
+    dirichlet_legal_only: draw the noise over the legal actions only
+      (AlphaZero), so its whole weight lands on moves the root can make. False
+      draws it over all A actions as `mctx.muzero_policy` does; where few of
+      many actions are legal (Carchess: 4 of 100) most of it is then masked
+      away. (A Dirichlet draw restricted to a subset and renormalised is the
+      Dirichlet of that subset, so True is exact AlphaZero noise.)
     pb_c_init: c_1 of the MuZero PUCT formula.
     pb_c_base: c_2 of the MuZero PUCT formula.
     identity_mode: "sample" (roulette wheel on the identity head, the NDMZ
@@ -102,6 +108,7 @@ class SearchConfig:
   max_depth: Optional[int] = None
   dirichlet_alpha: float = 0.3
   dirichlet_fraction: float = 0.25
+  dirichlet_legal_only: bool = False
   pb_c_init: float = 1.25
   pb_c_base: float = 19652.0
   identity_mode: str = "sample"
@@ -235,7 +242,8 @@ def ndmz_search(params: Params,
   if config.dirichlet_fraction > 0:  # (skipping it saves compile time only)
     probs = _add_dirichlet_noise(
         dirichlet_key, probs, dirichlet_alpha=float(config.dirichlet_alpha),
-        dirichlet_fraction=float(config.dirichlet_fraction))
+        dirichlet_fraction=float(config.dirichlet_fraction),
+        legal=legal if config.dirichlet_legal_only else None)
   noisy_logits = _logits_from_probs(probs)
   root_prior = _pad(_mask_invalid_actions(noisy_logits, invalid), num_slots)
   root_invalid = _pad(invalid.astype(root_prior.dtype), num_slots, 1.0)
@@ -416,7 +424,8 @@ def _pad(x, num_slots, fill=None):
 
 
 # The four helpers below copy mctx.muzero_policy's private helpers (same math)
-# so that the root prior and the action match it exactly.
+# so that the root prior and the action match it exactly; the noise helper
+# also offers the legal-only (AlphaZero) draw.
 def _mask_invalid_actions(logits, invalid_actions):
   logits = logits - jnp.max(logits, axis=-1, keepdims=True)
   return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
@@ -427,11 +436,16 @@ def _logits_from_probs(probs):
 
 
 def _add_dirichlet_noise(rng_key, probs, *, dirichlet_alpha,
-                         dirichlet_fraction):
+                         dirichlet_fraction, legal=None):
   batch_size, num_actions = probs.shape
   noise = jax.random.dirichlet(
       rng_key, alpha=jnp.full([num_actions], fill_value=dirichlet_alpha),
       shape=(batch_size,))
+  if legal is not None:  # restrict to the legal actions and renormalise
+    noise = jnp.where(legal, noise, 0.0)
+    total = jnp.sum(noise, axis=-1, keepdims=True)
+    uniform = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
+    noise = jnp.where(total > 0, noise / jnp.maximum(total, 1e-30), uniform)
   return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
 
 

@@ -389,6 +389,37 @@ def test_discount_matches_reference_and_changes_the_search():
   assert not np.allclose(out.root_value, plain.root_value)
 
 
+def test_dirichlet_noise_legal_only():
+  """Legal-only noise puts all its mass on the legal actions, symmetrically;
+  mctx-style noise puts only about legal/A of it there."""
+  n, num_actions = 4000, 10
+  legal = np.zeros((n, num_actions), bool)
+  legal[:, [1, 4, 7]] = True
+  probs = jnp.full((n, num_actions), 1.0 / num_actions)
+  key = jax.random.PRNGKey(0)
+  noisy = search._add_dirichlet_noise(
+      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0,
+      legal=jnp.asarray(legal))
+  noisy = np.asarray(noisy)
+  np.testing.assert_array_equal(noisy[~legal], 0.0)
+  np.testing.assert_allclose(noisy.sum(-1), 1.0, rtol=1e-5)
+  np.testing.assert_allclose(noisy[:, [1, 4, 7]].mean(0), 1 / 3, atol=0.03)
+  mixed = np.asarray(search._add_dirichlet_noise(
+      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+      legal=jnp.asarray(legal)))
+  np.testing.assert_allclose(mixed[legal].reshape(n, 3).sum(-1),
+                             0.75 * 0.3 + 0.25, rtol=1e-5)
+  plain = np.asarray(search._add_dirichlet_noise(
+      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0))
+  np.testing.assert_allclose(plain[:, [1, 4, 7]].sum(-1).mean(), 0.3,
+                             atol=0.03)
+  # No legal action: no noise is added.
+  none = np.asarray(search._add_dirichlet_noise(
+      key, probs[:2], dirichlet_alpha=0.3, dirichlet_fraction=0.25,
+      legal=jnp.zeros((2, num_actions), bool)))
+  np.testing.assert_allclose(none, 0.75 / num_actions)
+
+
 # ----------------------------------------------------------------------------
 # Equivalence with mctx.muzero_policy.
 
