@@ -117,10 +117,9 @@ class Config:
   seed: int = 0
 
   def __post_init__(self):
-    search_discount = getattr(self.search, "discount", self.train.discount)
-    if search_discount != self.train.discount:
+    if self.search.discount != self.train.discount:
       raise ValueError(
-          f"search.discount ({search_discount}) must equal train.discount "
+          f"search.discount ({self.search.discount}) must equal train.discount "
           f"({self.train.discount}): the tree backs up the same discounted "
           "returns the value head learns; set both")
 

@@ -43,8 +43,8 @@ Point of view. Every value and reward stored in the tree (`node_values`,
 `raw_values`, `children_values`, `children_rewards`, `SearchOutput.root_value`)
 is from the point of view of the *root mover*, with the same discount
 `config.discount` (+1 by default, never negative) on every edge:
-`Q(s, a) = r(s, a) + discount * V(child)`, all root-mover POV. Turn order is never
-hard-coded: it lives in the per-node relative player, so no discount of -1 is
+`Q(s, a) = r(s, a) + discount * V(child)`, all root-mover POV. Turn order is
+never hard-coded: it lives in the per-node relative player, so no discount of -1 is
 needed. With a model that strictly alternates two players and never predicts
 chance or terminal, this search makes exactly the choices of
 `mctx.muzero_policy` with discount -1 (tested).
@@ -153,10 +153,10 @@ class SearchOutput:
       (the policy target).
     root_value: `[B]` search value of the root, root mover's POV.
     search_tree: the `mctx.Tree`, `S = max(A, C)` slots per node, all values
-      root mover's POV with discount `config.discount`. `search_tree.embeddings` is a `_Node`
-      with fields `embedding` (the user's), `kind` `[B, N]` (0 choice,
-      1 chance, 2 terminal) and `player` `[B, N]` (relative player of choice
-      nodes, 0 otherwise).
+      root mover's POV with discount `config.discount`.
+      `search_tree.embeddings` is a `_Node` with fields `embedding` (the
+      user's), `kind` `[B, N]` (0 choice, 1 chance, 2 terminal) and `player`
+      `[B, N]` (relative player of choice nodes, 0 otherwise).
   """
   action: chex.Array
   action_weights: chex.Array
@@ -340,8 +340,7 @@ def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
                 jnp.zeros((batch_size, num_slots), out.policy_logits.dtype)))
   step = mctx.RecurrentFnOutput(
       reward=reward, discount=jnp.full_like(reward, config.discount),
-      prior_logits=prior,
-      value=value)
+      prior_logits=prior, value=value)
   return step, _Node(embedding=embedding, kind=kind, player=player)
 
 

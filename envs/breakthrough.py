@@ -133,6 +133,7 @@ class Breakthrough(Game):
     self._src = jnp.asarray(t["src"])
     self._dst = jnp.asarray(t["dst"])
     self._dst_row = jnp.asarray(t["dst"] // self.columns)
+    self._on_board = t["on_board"]  # numpy: read by action_to_string
 
   @property
   def rows(self) -> int:
@@ -261,21 +262,30 @@ class Breakthrough(Game):
     "b4c3*" (absolute squares, ranks counting from the bottom; "*" when the
     step captures). `str(action)` for an id that leaves the board."""
     rows, cols = self.rows, self.columns
-    if not 0 <= action < self.num_actions:
+    if not (0 <= action < self.num_actions and self._on_board[action]):
       return str(action)
-    square, d = divmod(int(action), NUM_MOVES)
-    r, c = divmod(square, cols)
-    r2, c2 = r + 1, c + MOVE_COL[d]
-    if not (r2 < rows and 0 <= c2 < cols):
-      return str(action)
-    player = int(g.player)
-    if player == 1:  # back to the absolute board
-      r, c, r2, c2 = rows - 1 - r, cols - 1 - c, rows - 1 - r2, cols - 1 - c2
-    board = np.asarray(g.board).reshape(rows, cols)
-    capture = d != 1 and board[r2, c2] == 2 - player
+    src, dst, capture = (int(x) for x in _absolute_move(g, action))
+    (r, c), (r2, c2) = divmod(src, cols), divmod(dst, cols)
     name = (f"{chr(ord('a') + c)}{rows - r}"
             f"{chr(ord('a') + c2)}{rows - r2}")
     return name + ("*" if capture else "")
+
+
+def _absolute_move(g: BreakthroughState, action: jax.Array):
+  """(src, dst, capture) of our `action` in `g`: flat squares of the absolute
+  board (`dst` clipped onto the board for ids that leave it) and whether the
+  step takes an opposing piece. Meaningful for legal actions only."""
+  rows, columns = g.board.shape
+  n = rows * columns
+  p = g.player
+  action = jnp.asarray(action, jnp.int32)
+  d = action % NUM_MOVES
+  view_src = action // NUM_MOVES
+  view_dst = view_src + columns + jnp.asarray(MOVE_COL)[d]
+  src = view_squares(view_src, p, n)
+  dst = jnp.clip(view_squares(view_dst, p, n), 0, n - 1)
+  capture = (d != 1) & (g.board.reshape(-1)[dst] == 2 - p)
+  return src, dst, capture
 
 
 def to_openspiel_action(g: BreakthroughState, action: jax.Array) -> jax.Array:
@@ -286,18 +296,10 @@ def to_openspiel_action(g: BreakthroughState, action: jax.Array) -> jax.Array:
   columns, 6, 2) on the absolute board; capture is 1 when the target square
   holds an opposing piece. Meaningful for legal actions only.
   """
-  rows, columns = g.board.shape
-  n = rows * columns
-  p = g.player
   action = jnp.asarray(action, jnp.int32)
-  d = action % NUM_MOVES
-  view_src = action // NUM_MOVES
-  view_dst = view_src + columns + jnp.asarray(MOVE_COL)[d]
-  src = view_squares(view_src, p, n)
-  dst = jnp.clip(view_squares(view_dst, p, n), 0, n - 1)
-  capture = ((d != 1) & (g.board.reshape(-1)[dst] == 2 - p)).astype(jnp.int32)
-  direction = jnp.asarray(_OS_DIRECTION)[p, d]
-  return ((src * 6 + direction) * 2 + capture).astype(jnp.int32)
+  src, _, capture = _absolute_move(g, action)
+  direction = jnp.asarray(_OS_DIRECTION)[g.player, action % NUM_MOVES]
+  return ((src * 6 + direction) * 2 + capture.astype(jnp.int32)).astype(jnp.int32)
 
 
 def from_openspiel_action(g: BreakthroughState,
