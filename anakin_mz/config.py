@@ -11,12 +11,15 @@ A config file has five sections, each mapping onto one dataclass:
     seed: 0
 
 Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
-`env.params.points=12`. Values are parsed as YAML scalars.
+`env.params.points=12`. Values are parsed as YAML scalars; numeric fields
+also take the spellings YAML 1.1 leaves as strings (`3e-4`, `1e9`), and
+`1_000` and `.5`; booleans are `true`/`false`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
@@ -138,17 +141,40 @@ class Config:
     return out
 
 
+def _number(value: object) -> object:
+  """A number written as text in any common spelling (`3e-4`, `1e9`, `1_000`,
+  `.5`, which YAML 1.1 partly reads as strings) -> int or float; anything
+  else unchanged."""
+  if not isinstance(value, str):
+    return value
+  text = value.strip()
+  for parse in (int, float):
+    try:
+      return parse(text)
+    except ValueError:
+      pass
+  return value
+
+
 def _coerce(value: object, default: object, where: str) -> object:
-  """Checks/converts a config value to the type of the field's default."""
+  """Checks/converts a config value to the type of the field's default.
+
+  Numbers may be written as text (`3e-4`); an integral float (`1e9`) is an
+  int where the field is; non-finite numbers are refused.
+  """
   if isinstance(default, bool):
     if isinstance(value, bool):
       return value
-  elif isinstance(default, int):
+  elif isinstance(default, (int, float)):
+    value = _number(value)
+    if isinstance(value, float) and not math.isfinite(value):
+      raise ValueError(f"{where} must be a finite number, got {value!r}")
+    if isinstance(default, int) and isinstance(value, float) and value.is_integer():
+      value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
+      return float(value) if isinstance(default, float) else value
+    if isinstance(default, float) and isinstance(value, float):
       return value
-  elif isinstance(default, float):
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-      return float(value)
   elif isinstance(default, str):
     if isinstance(value, str):
       return value
