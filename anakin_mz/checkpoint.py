@@ -9,17 +9,19 @@ step stores two items:
 * `meta`: JSON with the config, the env id and version, the package version
   and the step.
 
-Restoring checks the metadata against what the caller expects and raises a
-`CheckpointError` (a ValueError) that names the path, never silently falling
-back to fresh weights.
+Restoring checks the metadata against what the caller expects, and that
+every floating-point array is finite, and raises a `CheckpointError` (a
+ValueError) that names the path, never silently falling back to fresh
+weights.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 import anakin_mz
@@ -46,7 +48,11 @@ def make_metadata(config_dict: Dict[str, object], env_id: str, env_version: int,
 
 def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
   """Saves `state` (a host pytree of arrays) and `meta` at `step`; blocks
-  until written."""
+  until written. Refuses a state with non-finite values."""
+  bad = nonfinite_leaves(state)
+  if bad:
+    raise CheckpointError(f"refusing to save step {step} to {directory!r}: "
+                          f"non-finite values in {', '.join(bad[:3])}")
   try:
     mngr = _manager(directory, create=True)
   except OSError as e:
@@ -141,4 +147,20 @@ def restore(directory: str, template, step: Optional[int] = None
           f"checkpoint {directory!r} step {step} has an array of shape "
           f"{got.shape} {got.dtype} where this config expects {want.shape} "
           f"{want.dtype}: another network or config")
+  bad = nonfinite_leaves(state)
+  if bad:
+    raise CheckpointError(
+        f"checkpoint {directory!r} step {step} holds non-finite values (NaN or "
+        f"inf) in {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}: a diverged "
+        "run; use an earlier step")
   return state, meta
+
+
+def nonfinite_leaves(tree) -> List[str]:
+  """The paths of the floating-point leaves of `tree` that hold NaN or inf."""
+  out = []
+  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    leaf = np.asarray(leaf)
+    if np.issubdtype(leaf.dtype, np.inexact) and not np.all(np.isfinite(leaf)):
+      out.append(jax.tree_util.keystr(path))
+  return out
