@@ -127,6 +127,24 @@ class Learner:
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return (params, opt_state), metrics
 
+  @staticmethod
+  def _finite_check(metrics: Dict[str, chex.Array], params
+                    ) -> Tuple[Dict[str, chex.Array], chex.Array]:
+    """The NaN/inf guard, on device and cheap. `metrics` hold the `[U]`
+    values of one chunk's U updates (loss terms, `loss`, `grad_norm`).
+
+    Returns a dict of bool `[]` flags, one per metric name plus `params`
+    (some value was non-finite), and int32 `[]`, the index of the first
+    update with a non-finite metric (-1 if none).
+    """
+    bad = {name: ~jnp.isfinite(v) for name, v in metrics.items()}       # [U] each
+    flags = {name: jnp.any(b) for name, b in bad.items()}
+    flags["params"] = ~jnp.all(jnp.stack(
+        [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
+    per_update = jnp.any(jnp.stack(list(bad.values())), axis=0)         # [U]
+    first = jnp.where(jnp.any(per_update), jnp.argmax(per_update), -1)
+    return flags, first.astype(jnp.int32)
+
   def step(self, state: TrainState, axis_name=None) -> Tuple[TrainState, Dict[str, chex.Array]]:
     """One Anakin step on one device (call through `jit` or `pstep`).
 
@@ -134,6 +152,14 @@ class Learner:
     buffer, then make `updates_per_chunk` gradient updates once the buffer
     holds `min_replay` steps per lane (before that, updates are computed but
     not applied, keeping one compiled program).
+
+    NaN/inf guard: if any update's loss term, loss or gradient norm, or the
+    resulting parameters, is non-finite, the chunk's updates are not applied
+    (params and optimizer state keep their last finite values, so a state is
+    never non-finite) and `metrics["nonfinite"]` (a dict of bool `[]` per
+    metric name and `params`) and `metrics["nonfinite_update"]` (the first
+    bad update's index in the chunk, -1 if none) report it. The run loop
+    stops on it; there is no host sync per update.
     """
     tc = self.config.train
     key, k_roll, k_upd = jax.random.split(state.key, 3)
@@ -152,18 +178,24 @@ class Learner:
     (params, opt_state), metrics = jax.lax.scan(
         update, (state.params, state.opt_state),
         jax.random.split(k_upd, self.updates_per_chunk))
+    nonfinite, first_bad = self._finite_check(metrics, params)
     metrics = jax.tree.map(jnp.mean, metrics)
-    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)
+    # A chunk with any non-finite value is not applied: params and optimizer
+    # state keep their last finite values, and `nonfinite` reports it.
+    apply = ready & ~jnp.any(jnp.stack(list(nonfinite.values())))
+    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(apply, n, o), new, old)
     params = keep(params, state.params)
     opt_state = keep(opt_state, state.opt_state)
-    done_updates = jnp.where(ready, self.updates_per_chunk, 0)
+    done_updates = jnp.where(apply, self.updates_per_chunk, 0)
     if axis_name is not None:
       stats = jax.lax.psum(stats, axis_name)
     metrics.update(
         episodes=stats.episodes, return_sum=stats.return_sum,
         length_sum=stats.length_sum, decision_steps=stats.decision_steps,
         transitions=stats.transitions, updates_applied=done_updates,
-        temperature=self.temperature(state.update_step))
+        temperature=self.temperature(state.update_step),
+        nonfinite={k: v & ready for k, v in nonfinite.items()},
+        nonfinite_update=jnp.where(ready, first_bad, -1))
     new_state = TrainState(
         params=params, opt_state=opt_state, buffer=buffer, actor=actor, key=key,
         update_step=state.update_step + done_updates,
