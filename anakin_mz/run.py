@@ -1,14 +1,28 @@
 """The training run loop, written once: budget, progress bar, TensorBoard,
-periodic evaluation, Orbax checkpoints, resume and Ctrl-C. `scripts/train.py`
-is a thin command line over `train`.
+periodic evaluation, Orbax checkpoints, resume, signals and the NaN guard.
+`scripts/train.py` is a thin command line over `train`.
+
+How a run ends:
+* the update budget or `--minutes` is reached: the final state is saved
+  (once: a step that a periodic checkpoint already saved is not saved again);
+* SIGINT (Ctrl-C) or SIGTERM (preemption, `timeout`, a Colab disconnect):
+  the current Anakin step finishes, the state is saved, and `train` returns
+  normally with `RunResult.stopped_by` naming the signal. A second SIGINT
+  interrupts at once (`KeyboardInterrupt`), still saving the last complete
+  step. `--resume` continues exactly;
+* a non-finite loss term, gradient norm or parameter: `NonFiniteError`. The
+  bad chunk was not applied and nothing is saved after it, so the last
+  periodic checkpoint is the last good state.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -46,13 +60,72 @@ def _dynamics_tests(learner: Learner, params) -> Dict[str, float]:
 ALL_ENV_EVALS.append(_dynamics_tests)
 
 
+class NonFiniteError(RuntimeError):
+  """Training produced a non-finite loss term, gradient norm or parameter."""
+
+
 @dataclasses.dataclass
 class RunResult:
-  """What `train` returns: the final (replicated) state and the log."""
+  """What `train` returns: the final (replicated) state and the log.
+
+  `stopped_by` is None when the update budget was reached, "minutes" for the
+  wall-clock budget, or the signal ("SIGINT", "SIGTERM") that stopped it.
+  `saved_step` is the update step of the last checkpoint (None if none).
+  """
   state: TrainState
   history: List[Dict[str, float]]
   evals: List[Dict[str, float]]
   checkpoint_dir: str
+  stopped_by: Optional[str] = None
+  saved_step: Optional[int] = None
+
+
+class _StopSignals:
+  """While active, SIGINT and SIGTERM request a clean stop instead of killing
+  the process; a second SIGINT raises KeyboardInterrupt at once. A no-op off
+  the main thread (Python delivers signals there only)."""
+
+  def __init__(self, on_signal: Callable[[str], None]):
+    self.requested: Optional[str] = None
+    self._on_signal = on_signal
+    self._previous: Dict[int, object] = {}
+
+  def _handle(self, signum, frame):
+    del frame
+    name = signal.Signals(signum).name
+    if self.requested == "SIGINT" and signum == signal.SIGINT:
+      raise KeyboardInterrupt
+    if self.requested is None:
+      self.requested = name
+      self._on_signal(name)
+
+  def __enter__(self):
+    if threading.current_thread() is threading.main_thread():
+      for sig in (signal.SIGINT, signal.SIGTERM):
+        self._previous[sig] = signal.signal(sig, self._handle)
+    return self
+
+  def __exit__(self, *exc):
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+    return False
+
+
+def nonfinite_message(metrics: Dict[str, object], update_before: int,
+                      last_saved: Optional[int], checkpoint_dir: str) -> Optional[str]:
+  """One line naming the update and the values that went non-finite, or None
+  if the chunk's `metrics` (host values of `Learner.step`'s) are all finite."""
+  flags = metrics["nonfinite"]
+  bad = sorted(k for k, v in flags.items() if bool(v))
+  if not bad:
+    return None
+  first = int(metrics["nonfinite_update"])
+  update = update_before + (first + 1 if first >= 0 else 1)
+  kept = (f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
+          if last_saved is not None else "no checkpoint was written")
+  return (f"non-finite values at update {update}: {', '.join(bad)}; the run stopped "
+          f"and wrote nothing non-finite ({kept}). Lower train.learning_rate or "
+          "train.max_grad_norm and start again")
 
 
 def _unreplicate(tree):
@@ -128,26 +201,43 @@ def train(config: Config, *, logdir: str, resume: bool = False,
     state = jax.tree.map(jnp.asarray, host)
 
   writer = SummaryWriter(logdir)
+  saved_step: Optional[int] = int(_unreplicate(state.update_step)) if saved else None
+
+  def current_step() -> int:
+    return int(_unreplicate(state.update_step))
 
   def save():
-    step = int(_unreplicate(state.update_step))
+    """Saves the current state, once per step."""
+    nonlocal saved_step
+    step = current_step()
+    if step == saved_step:
+      return
     meta = ckpt.make_metadata(config.to_dict(), env.id, env.version, step)
     meta["num_devices"] = num_devices
     ckpt.save(checkpoint_dir, step, jax.device_get(state), meta)
+    saved_step = step
 
   bar = None
   if progress:
-    from tqdm import tqdm  # pylint: disable=import-outside-toplevel
-    bar = tqdm(total=target, initial=int(_unreplicate(state.update_step)),
-               unit="upd", dynamic_ncols=True, desc=env.id)
+    from tqdm import tqdm
+    bar = tqdm(total=target, initial=current_step(), unit="upd",
+               dynamic_ncols=True, desc=env.id)
+
+  def say(line: str):
+    if bar is not None:
+      bar.write(line)
+    else:
+      print(line, flush=True)
+
   history: List[Dict[str, float]] = []
   evals: List[Dict[str, float]] = []
   start = time.perf_counter()
   eval_key = jax.random.PRNGKey(config.seed + 7919)
-  last_eval = last_ckpt = last_log = int(_unreplicate(state.update_step))
+  last_eval = last_ckpt = last_log = current_step()
   episodes = 0
   latest_eval = ""
   sims = config.search.num_simulations
+  stopped_by: Optional[str] = None
 
   def run_eval(step: int, env_steps: float, wall_s: float) -> Dict[str, float]:
     """Evaluates the current params, logs and prints one line."""
@@ -157,64 +247,75 @@ def train(config: Config, *, logdir: str, resume: bool = False,
     result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
     evals.append(result)
     writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
-    line = (f"[eval] update {step} env_steps {env_steps:.0f} "
-            f"wall {result['wall_s']:.0f}s " + " ".join(
-                f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
-                if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))))
-    if bar is not None:
-      bar.write(line)
-    else:
-      print(line, flush=True)
+    say(f"[eval] update {step} env_steps {env_steps:.0f} "
+        f"wall {result['wall_s']:.0f}s " + " ".join(
+            f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
+            if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))))
     return result
 
+  signals = _StopSignals(lambda name: say(
+      f"{name}: stopping after this step and saving a checkpoint "
+      "(press Ctrl-C again to stop at once)"))
   try:
-    if tc.eval_every and last_eval == 0:
-      run_eval(0, 0.0, time.perf_counter() - start)  # the untrained agent
-    while int(_unreplicate(state.update_step)) < target:
-      if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
-        break
-      t0 = time.perf_counter()
-      state, metrics = learner.pstep(state)
-      metrics = jax.device_get(_unreplicate(metrics))
-      dt = time.perf_counter() - t0
-      step = int(_unreplicate(state.update_step))
-      episodes += int(metrics["episodes"])
-      row = {k: float(np.mean(v)) for k, v in metrics.items()
-             if k not in ("return_sum",)}
-      if metrics["episodes"] > 0:
-        row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
-        row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
-      row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
-      row["throughput/search_sims_per_s"] = float(metrics["decision_steps"]) * sims / dt
-      row["throughput/updates_per_s"] = float(metrics["updates_applied"]) * num_devices / dt
-      row["env_steps"] = float(jnp.sum(state.env_steps))
-      row["update_step"] = step
-      row["wall_s"] = time.perf_counter() - start
-      history.append(row)
-      if step - last_log >= tc.log_every or step >= target:
-        writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
-        last_log = step
-      if tc.eval_every and (step - last_eval >= tc.eval_every or step >= target):
-        result = run_eval(step, row["env_steps"], row["wall_s"])
-        latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
-        last_eval = step
-      if tc.checkpoint_every and step - last_ckpt >= tc.checkpoint_every:
-        save()
-        last_ckpt = step
-      writer.flush()
-      if bar is not None:
-        bar.n = min(step, target)
-        bar.set_postfix(env_steps=f"{row['env_steps']:.0f}", games=episodes,
-                        steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
-                        eval=latest_eval or "-", refresh=False)
-        bar.refresh()
+    with signals:
+      if tc.eval_every and last_eval == 0:
+        run_eval(0, 0.0, time.perf_counter() - start)  # the untrained agent
+      while current_step() < target and signals.requested is None:
+        if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
+          stopped_by = "minutes"
+          break
+        t0 = time.perf_counter()
+        before = current_step()
+        new_state, metrics = learner.pstep(state)
+        metrics = jax.device_get(_unreplicate(metrics))
+        bad = nonfinite_message(metrics, before, saved_step, checkpoint_dir)
+        if bad is not None:
+          raise NonFiniteError(bad)
+        state = new_state
+        dt = time.perf_counter() - t0
+        step = current_step()
+        episodes += int(metrics["episodes"])
+        row = {k: float(np.mean(v)) for k, v in metrics.items()
+               if k not in ("return_sum", "nonfinite", "nonfinite_update")}
+        if metrics["episodes"] > 0:
+          row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
+          row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
+        row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
+        row["throughput/search_sims_per_s"] = float(metrics["decision_steps"]) * sims / dt
+        row["throughput/updates_per_s"] = float(metrics["updates_applied"]) * num_devices / dt
+        row["env_steps"] = float(jnp.sum(state.env_steps))
+        row["update_step"] = step
+        row["wall_s"] = time.perf_counter() - start
+        history.append(row)
+        if step - last_log >= tc.log_every or step >= target:
+          writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
+          last_log = step
+        if (tc.eval_every and signals.requested is None
+            and (step - last_eval >= tc.eval_every or step >= target)):
+          result = run_eval(step, row["env_steps"], row["wall_s"])
+          latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
+          last_eval = step
+        if tc.checkpoint_every and step - last_ckpt >= tc.checkpoint_every:
+          save()
+          last_ckpt = step
+        writer.flush()
+        if bar is not None:
+          bar.n = min(step, target)
+          bar.set_postfix(env_steps=f"{row['env_steps']:.0f}", games=episodes,
+                          steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
+                          eval=latest_eval or "-", refresh=False)
+          bar.refresh()
+      stopped_by = signals.requested or stopped_by
+      save()
   except KeyboardInterrupt:
-    if bar is not None:
-      bar.write("interrupted: saving a checkpoint")
-  finally:
+    # A second Ctrl-C: `state` is still the last complete step.
+    stopped_by = "SIGINT"
+    say("interrupted: saving the last complete step")
     save()
+  finally:
     writer.close()
     if bar is not None:
       bar.close()
   return RunResult(state=state, history=history, evals=evals,
-                   checkpoint_dir=checkpoint_dir)
+                   checkpoint_dir=checkpoint_dir, stopped_by=stopped_by,
+                   saved_step=saved_step)

@@ -6,8 +6,13 @@
     python scripts/train.py --env=nannon --logdir runs/nannon --resume
 
 The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
-arguments override it. TensorBoard: `tensorboard --logdir runs`.
-Ctrl-C stops the run and leaves a usable checkpoint in <logdir>/checkpoints.
+arguments override it, before or after the options. Numbers may be written
+3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
+
+Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
+<logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
+A non-finite loss, gradient norm or parameter stops the run with exit code 3,
+keeping the last good checkpoint and writing nothing non-finite.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ def main(argv=None) -> int:
   parser.add_argument("--resume", action="store_true",
                       help="continue from the latest checkpoint in <logdir>/checkpoints")
   parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-  args = parser.parse_args(argv)
+  args = parser.parse_intermixed_args(argv)
 
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
@@ -67,9 +72,15 @@ def main(argv=None) -> int:
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
+  except run.NonFiniteError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 3
   if result.evals:
     print("latest evaluation:", json.dumps(result.evals[-1], indent=1))
-  print(f"checkpoints: {result.checkpoint_dir}")
+  print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
+  if result.stopped_by in ("SIGINT", "SIGTERM"):
+    print(f"stopped by {result.stopped_by}; to continue, run the same command "
+          f"with --resume (logdir {logdir})")
   return 0
 
 
