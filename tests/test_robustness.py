@@ -1,0 +1,285 @@
+"""Runs that end cleanly and survive (issue 14), on Catch with a tiny config:
+the final save happens once at every boundary, SIGTERM/SIGINT save and
+resume exactly, kill -9 resumes bit-identical, a NaN stops the run with the
+last good checkpoint intact, and overrides take the spellings people type."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from anakin_mz import checkpoint as ckpt
+from anakin_mz import config as config_lib
+from anakin_mz import run
+from anakin_mz.anakin import Learner
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+TRAIN = os.path.join(ROOT, "scripts", "train.py")
+
+# One Anakin step makes round(2.0 * 4 * 4 / 8) = 4 updates.
+TINY = [
+    "network.hidden=[16,16]", "network.latent_dim=8", "network.kind=mlp",
+    "search.num_simulations=3",
+    "train.num_envs=4", "train.rollout_length=4", "train.replay_capacity=40",
+    "train.min_replay=4", "train.batch_size=8", "train.unroll_steps=2",
+    "train.replay_ratio=2.0", "train.eval_every=0", "train.log_every=1",
+    "train.eval_games=4",
+]
+UPDATES_PER_STEP = 4
+
+
+def tiny(*extra):
+  return config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY + list(extra))
+
+
+def _params(directory, step=None):
+  """The params saved at `step` (default latest) of a tiny Catch run (with
+  the run loop's leading device axis)."""
+  template = Learner(tiny()).init_replicated(0)
+  state, meta = ckpt.restore(directory, jax.device_get(template), step)
+  return state.params, meta
+
+
+def _assert_trees_equal(a, b):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+# ------------------------------------------------------------ final save
+
+
+@pytest.mark.parametrize("updates,every,expected", [
+    (8, 4, (4, 8)),       # the last update on a checkpoint boundary
+    (12, 8, (8, 12)),     # not on one
+    (8, 0, (8,)),         # checkpoint_every 0: the end only
+])
+def test_final_save_happens_once(tmp_path, updates, every, expected):
+  cfg = tiny(f"train.total_updates={updates}", f"train.checkpoint_every={every}")
+  result = run.train(cfg, logdir=str(tmp_path), progress=False)
+  assert result.stopped_by is None
+  assert result.saved_step == updates
+  assert ckpt.steps(result.checkpoint_dir) == expected
+
+
+def test_minutes_budget_stops_mid_interval_and_saves(tmp_path):
+  cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
+  # The first step (compilation included) outlasts 0.1 s: the run stops
+  # after it, between two checkpoints.
+  result = run.train(cfg, logdir=str(tmp_path), max_minutes=0.1 / 60, progress=False)
+  assert result.stopped_by == "minutes"
+  assert result.saved_step == UPDATES_PER_STEP
+  assert ckpt.steps(result.checkpoint_dir) == (UPDATES_PER_STEP,)
+  # Resuming at the saved step saves nothing twice.
+  again = run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
+  assert ckpt.steps(again.checkpoint_dir) == (4, 8)
+
+
+def test_resume_at_the_target_is_a_clean_no_op(tmp_path):
+  cfg = tiny("train.total_updates=4", "train.checkpoint_every=4")
+  run.train(cfg, logdir=str(tmp_path), progress=False)
+  again = run.train(cfg, logdir=str(tmp_path), resume=True, progress=False)
+  assert again.saved_step == 4 and again.history == []
+
+
+# ------------------------------------------------------------ NaN guard
+
+
+def test_nonfinite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+  # A learning rate of 1e30 (and no effective clipping) diverges within a
+  # few steps.
+  cfg = tiny("train.total_updates=400", "train.checkpoint_every=4",
+             "train.learning_rate=1e30", "train.max_grad_norm=1e30")
+  with pytest.raises(run.NonFiniteError) as info:
+    run.train(cfg, logdir=str(tmp_path), progress=False)
+  message = str(info.value)
+  assert "non-finite values at update" in message
+  assert "params" in message or "loss" in message
+  steps = ckpt.steps(str(tmp_path / "checkpoints"))
+  for step in steps:       # everything written is finite and restorable
+    params, _ = _params(str(tmp_path / "checkpoints"), step)
+    assert not ckpt.nonfinite_leaves(params)
+  if steps:
+    assert f"last good checkpoint is step {steps[-1]}" in message
+  else:
+    assert "no checkpoint was written" in message
+
+
+def test_learner_step_flags_nonfinite_and_does_not_apply_it():
+  learner = Learner(tiny("train.learning_rate=1e30", "train.max_grad_norm=1e30"))
+  state = learner.init(jax.random.PRNGKey(0))
+  flagged = None
+  for _ in range(50):
+    new_state, metrics = learner.jit_step(state)
+    metrics = jax.device_get(metrics)
+    if any(bool(v) for v in metrics["nonfinite"].values()):
+      flagged = metrics
+      break
+    state = new_state
+  assert flagged is not None, "lr 1e30 never produced a non-finite value"
+  assert set(flagged["nonfinite"]) >= {"loss", "grad_norm", "value", "params"}
+  assert -1 <= int(flagged["nonfinite_update"]) < learner.updates_per_chunk
+  # The bad chunk was not applied: the returned params are the old ones.
+  assert int(new_state.update_step) == int(state.update_step)
+  _assert_trees_equal(new_state.params, state.params)
+  assert not ckpt.nonfinite_leaves(jax.device_get(new_state.params))
+
+
+def test_nonfinite_message_names_update_and_terms():
+  metrics = {"nonfinite": {"value": np.bool_(True), "loss": np.bool_(True),
+                           "policy": np.bool_(False), "params": np.bool_(False)},
+             "nonfinite_update": np.int32(2)}
+  line = run.nonfinite_message(metrics, 100, 96, "ck")
+  assert line.startswith("non-finite values at update 103: loss, value;")
+  assert "last good checkpoint is step 96 in ck" in line
+  metrics["nonfinite"] = {k: np.bool_(False) for k in metrics["nonfinite"]}
+  assert run.nonfinite_message(metrics, 100, 96, "ck") is None
+
+
+def test_nonfinite_checkpoint_is_refused(tmp_path):
+  learner = Learner(tiny())
+  state = jax.device_get(learner.init(jax.random.PRNGKey(0)))
+  meta = ckpt.make_metadata(learner.config.to_dict(), "catch", learner.env.version, 0)
+  with pytest.raises(ckpt.CheckpointError, match="refusing to save step 0"):
+    ckpt.save(str(tmp_path / "a"), 0, state.replace(
+        params=jax.tree.map(lambda x: np.full_like(x, np.nan), state.params)), meta)
+  # A non-finite checkpoint written by other means (an older version) is
+  # refused on restore, naming the bad arrays.
+  leaves, treedef = jax.tree.flatten(state)
+  bad = jax.tree.unflatten(treedef, [np.full_like(x, np.inf) if x.dtype == np.float32
+                                     else x for x in leaves])
+  with pytest.raises(ckpt.CheckpointError, match="non-finite values"):
+    _restore_poisoned(tmp_path / "b", bad, meta, state)
+
+
+def _restore_poisoned(directory, bad, meta, template):
+  """Writes `bad` with orbax directly (bypassing `ckpt.save`'s guard), then
+  restores it through `ckpt.restore`."""
+  import orbax.checkpoint as ocp
+  mngr = ocp.CheckpointManager(os.path.abspath(directory),
+                               options=ocp.CheckpointManagerOptions(create=True),
+                               item_names=("state", "meta"))
+  mngr.save(0, args=ocp.args.Composite(state=ocp.args.StandardSave(bad),
+                                       meta=ocp.args.JsonSave(meta)))
+  mngr.wait_until_finished()
+  mngr.close()
+  ckpt.restore(str(directory), template)
+
+
+# ------------------------------------------------------------ overrides
+
+
+@pytest.mark.parametrize("text,key,value", [
+    ("train.learning_rate=3e-4", "learning_rate", 3e-4),
+    ("train.learning_rate=1e9", "learning_rate", 1e9),
+    ("train.learning_rate=.5", "learning_rate", 0.5),
+    ("train.learning_rate=2", "learning_rate", 2.0),
+    ("train.total_updates=1_000", "total_updates", 1000),
+    ("train.total_updates=1e3", "total_updates", 1000),
+    ("train.max_grad_norm=1E+2", "max_grad_norm", 100.0),
+])
+def test_override_spellings(text, key, value):
+  got = getattr(tiny(text).train, key)
+  assert got == value and type(got) is type(value)
+
+
+def test_boolean_overrides():
+  assert tiny("search.dirichlet_legal_only=true").search.dirichlet_legal_only is True
+  assert tiny("search.dirichlet_legal_only=false").search.dirichlet_legal_only is False
+
+
+@pytest.mark.parametrize("text,message", [
+    ("train.learning_rate=nan", "train.learning_rate must be a finite number"),
+    ("train.learning_rate=.inf", "train.learning_rate must be a finite number"),
+    ("train.total_updates=2.5", "train.total_updates must be of type int"),
+    ("train.learning_rate=fast", "train.learning_rate must be of type float"),
+    ("search.dirichlet_legal_only=maybe", "dirichlet_legal_only must be of type bool"),
+])
+def test_bad_override_values_are_clear_errors(text, message):
+  with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+    tiny(text)
+
+
+# ------------------------------------------------------------ the CLI, in processes
+
+
+def _env():
+  """Subprocesses share the test session's XLA compile cache."""
+  return dict(os.environ, JAX_PLATFORMS="cpu",
+              JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
+              JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
+              JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+
+
+def _train_cmd(logdir, *extra):
+  return [sys.executable, TRAIN, "--env=catch", f"--logdir={logdir}", "--no-progress",
+          *TINY, "train.total_updates=100000", "train.checkpoint_every=4", *extra]
+
+
+def _start_and_wait_for_checkpoint(logdir):
+  proc = subprocess.Popen(_train_cmd(logdir), cwd=ROOT, env=_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  deadline = time.time() + 240
+  while not ckpt.steps(os.path.join(logdir, "checkpoints")):
+    if proc.poll() is not None:
+      raise AssertionError(f"run ended early: {proc.stdout.read()}")
+    if time.time() > deadline:
+      proc.kill()
+      raise AssertionError("no checkpoint within 240 s")
+    time.sleep(0.2)
+  return proc
+
+
+def _resume(logdir, updates):
+  out = subprocess.run(_train_cmd(logdir, "--resume", f"--updates={updates}"),
+                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_stop_then_resume_is_bit_identical(tmp_path, how):
+  logdir = str(tmp_path / "run")
+  proc = _start_and_wait_for_checkpoint(logdir)
+  proc.send_signal(getattr(signal, how))
+  output, _ = proc.communicate(timeout=120)
+  if how == "SIGKILL":
+    assert proc.returncode == -signal.SIGKILL
+  else:
+    assert proc.returncode == 0, output
+    assert f"stopped by {how}" in output and "Traceback" not in output, output
+  stopped_at = ckpt.steps(os.path.join(logdir, "checkpoints"))[-1]
+  target = stopped_at + 2 * UPDATES_PER_STEP
+  _resume(logdir, target)
+  resumed, meta = _params(os.path.join(logdir, "checkpoints"))
+  assert meta["step"] == target
+  # The same run, uninterrupted, in this process.
+  full = run.train(tiny("train.total_updates=100000", "train.checkpoint_every=0"),
+                   logdir=str(tmp_path / "full"), max_updates=target, progress=False)
+  _assert_trees_equal(resumed, full.state.params)
+
+
+def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
+  out = subprocess.run(
+      [sys.executable, TRAIN, "--env=catch", f"--logdir={tmp_path}", "--no-progress",
+       "--updates", "400", *TINY, "train.learning_rate=1e30", "train.max_grad_norm=1e30",
+       "train.checkpoint_every=4"],
+      cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+  assert out.returncode == 3, out.stdout + out.stderr
+  assert "Traceback" not in out.stderr
+  errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+  assert len(errors) == 1 and "non-finite values at update" in errors[0], out.stderr
+
+
+def test_cli_overrides_after_options(tmp_path):
+  out = subprocess.run(
+      [sys.executable, TRAIN, "--env=catch", "--updates", "4", "train.learning_rate=3e-4",
+       f"--logdir={tmp_path}", "--no-progress", *TINY, "train.checkpoint_every=4"],
+      cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stdout + out.stderr
+  assert ckpt.steps(str(tmp_path / "checkpoints")) == (4,)
+  assert ckpt.load_metadata(str(tmp_path / "checkpoints"))["config"]["train"][
+      "learning_rate"] == 3e-4
