@@ -134,7 +134,7 @@ def restore(directory: str, template, step: Optional[int] = None
   try:
     out = mngr.restore(step, args=ocp.args.Composite(
         state=ocp.args.StandardRestore(abstract)))
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise CheckpointError(
         f"checkpoint {directory!r} step {step} does not fit this network/config "
         f"or is corrupt: {type(e).__name__}: {str(e)[:500]}") from None

@@ -28,36 +28,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import envs.bots
+from anakin_mz import act
 from anakin_mz import checkpoint as ckpt
-from anakin_mz import evaluation
+from anakin_mz import config as config_lib
 from anakin_mz.anakin import Learner, TrainState
 from anakin_mz.config import Config
+from anakin_mz.eval import dynamics, match
 from anakin_mz.summary import SummaryWriter
-
-# Extra evaluations per env id: fn(learner, params) -> {tag: value}. Games
-# with exact solvers (Nannon) register theirs here.
-EXTRA_EVALS: Dict[str, Callable[[Learner, object], Dict[str, float]]] = {}
-
-
-def _nannon_exact(learner: Learner, params) -> Dict[str, float]:
-  from anakin_mz import nannon_eval  # pylint: disable=import-outside-toplevel
-  return nannon_eval.learner_hook(learner, params)
-
-
-EXTRA_EVALS["nannon"] = _nannon_exact
-
-# Evaluations for every env: fn(learner, params) -> {tag: value}.
-ALL_ENV_EVALS: List[Callable[[Learner, object], Dict[str, float]]] = []
-
-
-def _dynamics_tests(learner: Learner, params) -> Dict[str, float]:
-  """The NDMZ paper's dynamics tests (and model accuracy) on 500 random-play
-  games: TensorBoard tags dynamics/<metric>_k<depth>."""
-  from anakin_mz import diagnostics  # pylint: disable=import-outside-toplevel
-  return diagnostics.learner_hook(learner, params)
-
-
-ALL_ENV_EVALS.append(_dynamics_tests)
 
 
 class NonFiniteError(RuntimeError):
@@ -133,18 +111,19 @@ def _unreplicate(tree):
 
 
 def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
-  """Greedy search agent vs uniform random, all games on device."""
+  """Greedy search agent vs uniform random, all games on device; then the
+  game's extra evaluators (`envs.bots.evaluators`) on the greedy network
+  policy, and the NDMZ paper's dynamics tests (`dynamics/<metric>_k<depth>`)."""
   env = learner.env
-  agent = evaluation.search_agent_policy(learner.network, params, env,
-                                         learner.config.search)
-  result = jax.jit(lambda k: evaluation.play_match(
-      k, env, agent, evaluation.random_policy, num_games))(key)
-  out = {f"eval/vs_random_{k}": v for k, v in evaluation.summarize(result).items()}
-  extra = EXTRA_EVALS.get(env.id)
-  if extra is not None:
-    out.update(extra(learner, params))
-  for hook in ALL_ENV_EVALS:
-    out.update(hook(learner, params))
+  agent = act.search_agent_policy(learner.network, params, env, learner.config.search)
+  result = jax.jit(lambda k: match.play_match(
+      env, agent, envs.random_policy, k, num_games))(key)
+  out = {f"eval/vs_random_{k}": v for k, v in match.summarize(result).items()}
+  greedy = {"greedy": act.greedy_network_policy(learner.network, params)}
+  for evaluator in envs.bots.evaluators(env.id):
+    scores = evaluator.score(env, greedy, key)
+    out.update({f"{evaluator.name}/{k}": v for k, v in scores.items()})
+  out.update(dynamics.learner_hook(learner, params))
   return out
 
 
@@ -190,7 +169,11 @@ def train(config: Config, *, logdir: str, resume: bool = False,
   if resume and saved:
     meta = ckpt.load_metadata(checkpoint_dir)
     ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
-    diffs = _config_diff(config.to_dict(), meta["config"])
+    try:  # a config saved in an older layout compares in today's
+      saved = config_lib.from_dict(meta["config"]).to_dict()
+    except ValueError:
+      saved = meta["config"]
+    diffs = _config_diff(config.to_dict(), saved)
     if diffs:
       raise ValueError(f"checkpoint {checkpoint_dir!r} was made with another "
                        "config:\n  " + "\n  ".join(diffs))

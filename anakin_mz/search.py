@@ -100,7 +100,7 @@ class SearchConfig:
     terminal_nodes: predicted-terminal nodes are not expanded further.
     discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
       it must be the discount of the value targets the model learned
-      (`Config` checks it equals `train.discount`). Below 1 it makes quick
+      (`Config` sets it from its one `discount`). Below 1 it makes quick
       wins worth more than slow ones, which separates the moves of a side
       that wins (or loses) in every line.
   """
@@ -358,7 +358,7 @@ def _select(rng_key, tree: mctx.Tree, node_index, depth, *, num_actions,
   pb_c = config.pb_c_init + jnp.log(
       (node_visit + config.pb_c_base + 1.) / config.pb_c_base)
   policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
-  sign = jnp.where(flip_opponents & (player != 0), -1.0, 1.0)
+  sign = mover_sign(player, flip_opponents)
   value_score = _normalized_mover_q(tree, node_index, sign)
   noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
   choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0,
@@ -385,6 +385,13 @@ def _select(rng_key, tree: mctx.Tree, node_index, depth, *, num_actions,
   return jnp.where(kind == _CHOICE, choice_slot,
                    jnp.where(kind == _CHANCE, chance_slot,
                              terminal_slot)).astype(jnp.int32)
+
+
+def mover_sign(player, flip_opponents):
+  """+1 or -1: the sign that turns root-mover values into the view of a
+  choice node's relative `player` (-1 for the root mover's opponents in
+  two-player zero-sum games, `flip_opponents`)."""
+  return jnp.where(flip_opponents & (player != 0), -1.0, 1.0)
 
 
 def _normalized_mover_q(tree: mctx.Tree, node_index, sign):

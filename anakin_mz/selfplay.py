@@ -9,7 +9,6 @@ next transition belongs to a new episode), so every lane always plays.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Tuple
 
 import chex
@@ -17,9 +16,10 @@ import jax
 import jax.numpy as jnp
 
 import envs
+from anakin_mz.act import search_policy
 from anakin_mz.networks import Network
 from anakin_mz.replay import Transition
-from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
+from anakin_mz.search import SearchConfig
 from anakin_mz.types import Params
 
 
@@ -56,28 +56,6 @@ def init_actors(env: envs.Env, key: chex.PRNGKey, num_envs: int) -> ActorState:
       episode_length=jnp.zeros((num_envs,), jnp.int32))
 
 
-def search_policy(params: Params, key: chex.PRNGKey, state: envs.State, *,
-                  network: Network, env: envs.Env, config: SearchConfig,
-                  temperature: chex.Numeric) -> SearchOutput:
-  """Runs the NDMZ search from the batched decision states `state` `[B]`.
-
-  Lanes that are not at a decision node get an all-legal mask so the search
-  stays well defined; their result is ignored by the callers.
-  """
-  root = network.root(params, state.observation)
-  decision = state.current_player >= 0
-  mask = jnp.where(decision[:, None], state.legal_action_mask, True)
-  return ndmz_search(params, key, root, network.recurrent, mask,
-                     num_players=env.num_players, payoff=env.payoff,
-                     config=config, temperature=temperature)
-
-
-def sample_chance(key: chex.PRNGKey, state: envs.State) -> chex.Array:
-  """`[B]` int32 chance outcomes drawn from `state.chance_probs` `[B, C]`."""
-  logits = jnp.log(jnp.maximum(state.chance_probs, 1e-30))
-  return jax.random.categorical(key, logits).astype(jnp.int32)
-
-
 def rollout(params: Params, actor: ActorState, key: chex.PRNGKey, *,
             env: envs.Env, network: Network, config: SearchConfig,
             num_steps: int, temperature: chex.Numeric
@@ -93,10 +71,10 @@ def rollout(params: Params, actor: ActorState, key: chex.PRNGKey, *,
   def one_step(actor: ActorState, key):
     k_search, k_chance, k_reset = jax.random.split(key, 3)
     s = actor.env_state
-    out = search_policy(params, k_search, s, network=network, env=env,
+    out = search_policy(params, s, k_search, network=network, env=env,
                         config=config, temperature=temperature)
     is_chance = s.current_player == envs.CHANCE
-    outcome = sample_chance(k_chance, s)
+    outcome = envs.chance_outcome(s, k_chance)
     env_action = jnp.where(is_chance, outcome, out.action).astype(jnp.int32)
     unified = jnp.where(is_chance, num_actions + outcome, out.action)
     nxt = jax.vmap(env.step)(s, env_action)
@@ -136,8 +114,3 @@ def rollout(params: Params, actor: ActorState, key: chex.PRNGKey, *,
                                          jax.random.split(key, num_steps))
   totals = jax.tree.map(lambda x: jnp.sum(x, axis=0), stats)
   return actor, records, totals
-
-
-def eval_search_config(config: SearchConfig) -> SearchConfig:
-  """The search used in evaluation: no root noise (moves are greedy)."""
-  return dataclasses.replace(config, dirichlet_fraction=0.0)

@@ -9,17 +9,19 @@
 See `envs/API.md` for the contract.
 """
 
-from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State
+from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State, chance_outcome
+from envs.policy import Policy, random_policy
 from envs.registry import default_params, make, register, registered
 
 # Each import registers one game.
-from envs import catch  # noqa: F401  pylint: disable=unused-import
-from envs import carchess  # noqa: F401  pylint: disable=unused-import
-from envs import nannon  # noqa: F401  pylint: disable=unused-import
-from envs import einstein  # noqa: F401  pylint: disable=unused-import
-from envs import breakthrough  # noqa: F401  pylint: disable=unused-import
+from envs import catch  # noqa: F401
+from envs import carchess  # noqa: F401
+from envs import nannon  # noqa: F401
+from envs import einstein  # noqa: F401
+from envs import breakthrough  # noqa: F401
 
 __all__ = [
     "CHANCE", "TERMINAL", "PAYOFF_KINDS", "Env", "Game", "State", "make",
-    "register", "registered", "default_params",
+    "register", "registered", "default_params", "chance_outcome", "Policy",
+    "random_policy",
 ]

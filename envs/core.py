@@ -32,6 +32,15 @@ ParamValue = Union[int, float, bool, str]
 GameState = object  # Any pytree of arrays with fixed shapes, owned by a Game.
 
 
+def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
+  """int32 `[...]`: chance outcomes drawn from `state.chance_probs` `[..., C]`,
+  one key for the whole batch. The one chance sampler: `Env.sample_chance`,
+  self-play, matches and the tools all draw through it. Meaningless (but
+  defined) where the state is not a chance node."""
+  logits = jnp.log(jnp.maximum(state.chance_probs, 1e-30))
+  return jax.random.categorical(key, logits).astype(jnp.int32)
+
+
 @struct.dataclass
 class State:
   """State of one game, as seen through `Env`. Every field has a fixed shape.
@@ -297,8 +306,7 @@ class Env:
     def body(carry):
       s, k, total = carry
       k, sub = jax.random.split(k)
-      outcome = jax.random.categorical(sub, jnp.log(s.chance_probs))
-      s = self._step(s, outcome.astype(jnp.int32))
+      s = self._step(s, chance_outcome(s, sub))
       return s, k, total + s.rewards
 
     zeros = jnp.zeros((self.num_players,), jnp.float32)

@@ -1,5 +1,5 @@
 """Exact solution of Nannon: position ranking, value iteration, optimal and
-random players, and exact evaluation of any deterministic policy.
+an optimal player, and exact evaluation of any deterministic policy.
 
 A *position* is the board seen by the player about to roll ("the mover"):
 `mine`, `theirs` (bool `[n]`, on the mover's spots 1..n), `home_me`,
@@ -15,8 +15,7 @@ Typical use:
     sol = ns.solve(env)                          # cached on disk when large
     sol.values[p]       # float64: P(mover wins) at position p, before the roll
     sol.policy[p, r-1]  # int8: optimal action with roll r (-1: no decision)
-    act = ns.optimal_policy(env)                 # jittable: act(state, key)
-    a = ns.random_policy(state, key)             # jittable
+    act = ns.optimal_policy(env)                 # jittable: act(state, key), unbatched
     ev = ns.exact_win_probability(table, "optimal", env)   # or "random"
     ns.first_mover_win_probability(env)          # optimal vs optimal
 
@@ -408,14 +407,6 @@ def _save(path: str, sol: Solution, tol: float) -> None:
 
 # ---------------------------------------------------------------- players ----
 
-def random_policy(state: State, key: jax.Array) -> jax.Array:
-  """int32 `[]`: a uniformly random legal action (0 off decision nodes).
-  Jittable; vmap over (state, key) for a batch."""
-  mask = state.legal_action_mask
-  a = jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
-  return jnp.where(jnp.any(mask), a, 0).astype(jnp.int32)
-
-
 @struct.dataclass
 class TablePolicy:
   """A deterministic player that looks its move up in a policy table.
@@ -509,7 +500,7 @@ def _state_builder(params: Tuple[Tuple[str, object], ...]):
                                              nannon.ROLL).astype(jnp.int32),
                              die=r.astype(jnp.int32))
       # The Env's own constructor keeps every derived field consistent.
-      return env._make_state(  # pylint: disable=protected-access
+      return env._make_state(
           g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0),
           illegal=jnp.bool_(False))
     return jax.vmap(one)(pos, roll)

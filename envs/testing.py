@@ -13,18 +13,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.core import CHANCE, TERMINAL, Env, State
+from envs.core import CHANCE, TERMINAL, Env, State, chance_outcome
+from envs.policy import random_policy
 
 
 def random_action(state: State, key: jax.Array) -> jax.Array:
-  """int32 `[]`: a uniformly random legal action at a decision node, a chance
-  outcome drawn from `chance_probs` at a chance node, 0 when done."""
+  """int32 `[]`: a uniformly random legal action at a decision node
+  (`random_policy`), a chance outcome at a chance node (`chance_outcome`), 0
+  when done."""
   k1, k2 = jax.random.split(key)
-  mask = state.legal_action_mask
-  act = jax.random.categorical(k1, jnp.where(mask, 0.0, -jnp.inf))
-  out = jax.random.categorical(k2, jnp.log(state.chance_probs))
-  act = jnp.where(jnp.any(mask), act, 0)
-  return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
+  return jnp.where(state.current_player == CHANCE, chance_outcome(state, k2),
+                   random_policy(state, k1)).astype(jnp.int32)
 
 
 def batched_random_action(key: jax.Array, state: State) -> jax.Array:

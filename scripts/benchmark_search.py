@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import flax.linen as nn
@@ -98,7 +99,7 @@ def _time_pair(fns, args, repeats):
           [statistics.median(t) for t in cpu])
 
 
-def main():
+def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--batch", type=int, nargs="+", default=[64, 256])
   parser.add_argument("--simulations", type=int, default=50)
@@ -107,9 +108,9 @@ def main():
   parser.add_argument("--num-outcomes", type=int, default=6)
   parser.add_argument("--num-players", type=int, default=2)
   parser.add_argument("--obs-dim", type=int, default=32)
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   if args.simulations < 1 or args.repeats < 1 or min(args.batch) < 1:
-    raise ValueError("--batch, --simulations and --repeats must be >= 1")
+    parser.error("--batch, --simulations and --repeats must be >= 1")
 
   a, c, p = args.num_actions, args.num_outcomes, args.num_players
   model = _Model(a, c, p)
@@ -167,7 +168,8 @@ def main():
     print(f"{batch:>6} {sims / w_ndmz:>12,.0f} {sims / w_muzero:>14,.0f} "
           f"{w_muzero / w_ndmz:>6.2f} | {sims / c_ndmz:>9,.0f} "
           f"{sims / c_muzero:>11,.0f} {c_muzero / c_ndmz:>6.2f}")
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

@@ -16,190 +16,17 @@ Figures written to --out (default <first run>/plots):
   Figure 3, success rate against training step with one line per unroll
   depth k (top-move and uniform tests), plus identity accuracy, chance total
   variation and reward error when logged (tags dynamics/<metric>_k<k>, see
-  anakin_mz.diagnostics).
+  anakin_mz.eval.dynamics).
 
 A run is a directory holding events.out.tfevents.* files; a directory whose
-sub-directories are runs counts as all of them.
+sub-directories are runs counts as all of them. The library behind it is
+`anakin_mz.plots`; it needs the `plot` extra (matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import glob
-import os
-import re
 import sys
-from typing import Dict, List, Optional, Tuple
-
-import numpy as np
-
-Series = Tuple[np.ndarray, np.ndarray]  # (steps, values)
-
-
-def find_runs(paths: List[str]) -> List[str]:
-  """Run directories (holding event files) under `paths`.
-
-  Raises:
-    ValueError: a path that does not exist or holds no event files.
-  """
-  runs = []
-  for path in paths:
-    if not os.path.isdir(path):
-      raise ValueError(f"run directory {path!r} does not exist")
-    found = sorted({os.path.dirname(f) for f in glob.glob(
-        os.path.join(path, "**", "events.out.tfevents.*"), recursive=True)})
-    if not found:
-      raise ValueError(f"no TensorBoard event files under {path!r}")
-    runs += [f for f in found if f not in runs]
-  return runs
-
-
-def load_scalars(run: str) -> Dict[str, Series]:
-  """{tag: (steps, values)} of every scalar in `run`, sorted by step (the
-  last value wins where a step repeats, e.g. after --resume)."""
-  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=import-outside-toplevel
-  acc = event_accumulator.EventAccumulator(
-      run, size_guidance={event_accumulator.SCALARS: 0})
-  acc.Reload()
-  out = {}
-  for tag in acc.Tags().get("scalars", []):
-    points = {e.step: e.value for e in acc.Scalars(tag)}
-    steps = np.array(sorted(points), np.int64)
-    out[tag] = (steps, np.array([points[s] for s in steps], np.float64))
-  return out
-
-
-def _label(run: str, runs: List[str]) -> str:
-  if len(runs) == 1:
-    return os.path.basename(os.path.normpath(run))
-  common = os.path.commonpath(runs)
-  return os.path.relpath(run, common) if run != common else os.path.basename(run)
-
-
-def _env_steps(scalars: Dict[str, Series], steps: np.ndarray) -> Optional[np.ndarray]:
-  """Env steps at update `steps`, interpolated from train/env_steps."""
-  if "train/env_steps" not in scalars:
-    return None
-  s, v = scalars["train/env_steps"]
-  return np.interp(steps, s, v)
-
-
-def _grid(n: int):
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  cols = min(n, 3)
-  rows = -(-n // cols)
-  fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
-  for ax in axes.flat[n:]:
-    ax.axis("off")
-  return plt, fig, list(axes.flat[:n])
-
-
-def _save(plt, fig, path: str, written: List[str]) -> None:
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
-  written.append(path)
-
-
-EVAL_PATTERN = re.compile(r"^(eval/.*(score_mean|win_rate)|exact/.*|selfplay/return_p0)$")
-# anakin_mz.loss metrics as run.py logs them (train/<term>), plus any *loss*.
-LOSS_PATTERN = re.compile(r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"
-                          r"identity|identity_accuracy|grad_norm)|loss/.*)$")
-THROUGHPUT_PATTERN = re.compile(r"^throughput/.*$")
-DYNAMICS_PATTERN = re.compile(r"^dynamics/(?P<metric>.+)_k(?P<k>\d+)$")
-DYNAMICS_TITLES = {
-    "top_move": "top-move dynamics test", "uniform": "uniform dynamics test",
-    "top1": "top-1 move legal", "identity_turn": "identity accuracy: turn",
-    "identity_chance": "identity accuracy: chance",
-    "identity_terminal": "identity accuracy: terminal",
-    "chance_tv": "chance head: total variation", "reward_mae": "reward |error|"}
-
-
-def _overlay(all_scalars, runs, pattern, path, xlabel, written, use_env_steps=False,
-             logy=False) -> bool:
-  tags = sorted({t for s in all_scalars for t in s if pattern.match(t)})
-  if not tags:
-    return False
-  plt, fig, axes = _grid(len(tags))
-  for ax, tag in zip(axes, tags):
-    for run, scalars in zip(runs, all_scalars):
-      if tag not in scalars:
-        continue
-      x, y = scalars[tag]
-      label = _label(run, runs)
-      xlab = xlabel
-      if use_env_steps:
-        env_steps = _env_steps(scalars, x)
-        if env_steps is not None:
-          x, xlab = env_steps, "env steps"
-      ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
-      ax.set_xlabel(xlab)
-    ax.set_title(tag, fontsize=9)
-    ax.grid(alpha=0.3)
-    if logy and all(np.all(s[tag][1] > 0) for s in all_scalars if tag in s):
-      ax.set_yscale("log")
-    if len(runs) > 1:
-      ax.legend(fontsize=7)
-  _save(plt, fig, path, written)
-  return True
-
-
-def plot_dynamics(scalars: Dict[str, Series], path: str, title: str,
-                  written: List[str]) -> bool:
-  """Figure 3 style: one panel per metric, one line per depth k."""
-  by_metric: Dict[str, Dict[int, Series]] = collections.defaultdict(dict)
-  for tag, series in scalars.items():
-    m = DYNAMICS_PATTERN.match(tag)
-    if m:
-      by_metric[m["metric"]][int(m["k"])] = series
-  if not by_metric:
-    return False
-  order = [m for m in DYNAMICS_TITLES if m in by_metric]
-  order += sorted(set(by_metric) - set(order))
-  plt, fig, axes = _grid(len(order))
-  cmap = plt.get_cmap("viridis")
-  for ax, metric in zip(axes, order):
-    depths = sorted(by_metric[metric])
-    for k in depths:
-      x, y = by_metric[metric][k]
-      ax.plot(x, y, color=cmap(k / max(1, max(depths))), label=f"k={k}",
-              marker="o" if len(x) < 30 else None, markersize=3)
-    ax.set_title(DYNAMICS_TITLES.get(metric, metric), fontsize=10)
-    ax.set_xlabel("training step (updates)")
-    if metric not in ("chance_tv", "reward_mae"):
-      ax.set_ylim(-0.02, 1.02)
-      ax.set_ylabel("success rate")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-  fig.suptitle(title)
-  _save(plt, fig, path, written)
-  return True
-
-
-def make_plots(paths: List[str], out: Optional[str] = None) -> List[str]:
-  """Writes every figure it has data for; returns the PNG paths."""
-  runs = find_runs(paths)
-  out = out or os.path.join(paths[0], "plots")
-  try:
-    os.makedirs(out, exist_ok=True)
-  except OSError as e:
-    raise ValueError(f"cannot create output directory {out!r}: {e}") from None
-  all_scalars = [load_scalars(r) for r in runs]
-  written: List[str] = []
-  _overlay(all_scalars, runs, EVAL_PATTERN, os.path.join(out, "learning.png"),
-           "training step (updates)", written, use_env_steps=True)
-  _overlay(all_scalars, runs, LOSS_PATTERN, os.path.join(out, "losses.png"),
-           "training step (updates)", written, logy=True)
-  _overlay(all_scalars, runs, THROUGHPUT_PATTERN, os.path.join(out, "throughput.png"),
-           "training step (updates)", written)
-  for run, scalars in zip(runs, all_scalars):
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", _label(run, runs)) or "run"
-    plot_dynamics(scalars, os.path.join(out, f"dynamics_{name}.png"),
-                  f"dynamics tests: {_label(run, runs)}", written)
-  return written
 
 
 def main(argv=None) -> int:
@@ -209,8 +36,10 @@ def main(argv=None) -> int:
   parser.add_argument("runs", nargs="+", help="TensorBoard log directories")
   parser.add_argument("--out", default=None, help="output directory")
   args = parser.parse_args(argv)
+  from anakin_mz import plots
+
   try:
-    written = make_plots(args.runs, args.out)
+    written = plots.make_plots(args.runs, args.out)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -8,49 +8,37 @@ Prints the position count (eq. (2) of the NDMZ paper), the solve time (move
 tables + value iteration, JIT compilation included), the Bellman residual,
 the optimal-vs-optimal first-mover win probability and the optimal player's
 exact win rate against a uniformly random player (both seats, opening roll
-averaged), plus a simulated check of the latter with --games.
+averaged), plus a simulated check of the latter with --games (the match loop
+of `anakin_mz.eval.match`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
-
-import jax
-import jax.numpy as jnp
-import numpy as np
 
 import envs
 from envs import nannon
 from envs import nannon_solver as ns
 
 
-def simulate(env, table, games: int, seed: int) -> float:
-  """Optimal (player 0) vs random (player 1): player 0's win rate."""
-  optimal = ns.TablePolicy(table=jnp.asarray(table), checkers=env.params["checkers"])
+def simulate(env, games: int, seed: int) -> dict:
+  """Optimal vs random, each in both seats: the optimal player's win rate
+  with its 95% Wilson interval (`anakin_mz.eval`)."""
+  import jax
 
-  @jax.jit
-  def run(key):
-    k0, k1 = jax.random.split(key)
-    s = jax.vmap(env.reset)(jax.random.split(k0, games))
+  import envs.bots
+  from anakin_mz.eval import match, stats
 
-    def body(c):
-      s, total, k = c
-      k, ka, kb, kc = jax.random.split(k, 4)
-      a = jnp.where(s.current_player == 0, jax.vmap(optimal)(s),
-                    jax.vmap(ns.random_policy)(s, jax.random.split(ka, games)))
-      s = jax.vmap(env.step)(s, a, jax.random.split(kc, games))
-      return s, total + s.rewards[:, 0], k
-
-    _, total, _ = jax.lax.while_loop(lambda c: ~jnp.all(c[0].done), body,
-                                     (s, jnp.zeros((games,)), k1))
-    return total
-
-  return float(np.mean(jax.device_get(run(jax.random.key(seed))) > 0))
+  _, optimal = envs.bots.make_bot("optimal", env)
+  result = jax.jit(lambda k: match.play_match(env, optimal, envs.random_policy, k, games))(
+      jax.random.PRNGKey(seed))
+  return stats.win_draw_loss(jax.device_get(result.score))["win"]
 
 
-def main() -> None:
+def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--config", default="6-3-6",
                       help="points-checkers-die_sides, e.g. 6-3-6 or 12-5-6")
@@ -59,8 +47,11 @@ def main() -> None:
   parser.add_argument("--tol", type=float, default=1e-12,
                       help="value iteration stops when a sweep changes less")
   parser.add_argument("--games", type=int, default=0,
-                      help="also simulate this many optimal-vs-random games")
-  args = parser.parse_args()
+                      help="also simulate this many optimal-vs-random games (even)")
+  parser.add_argument("--seed", type=int, default=0, help="seed of the simulated games")
+  args = parser.parse_args(argv)
+  if args.games < 0 or args.games % 2:
+    parser.error(f"--games must be an even number >= 0, got {args.games}")
   m = re.fullmatch(r"(\d+)-(\d+)-(\d+)", args.config)
   if not m:
     parser.error(f"--config must look like 6-3-6, got {args.config!r}")
@@ -85,11 +76,11 @@ def main() -> None:
         f"{vs_random.when_second:.6f}); exact policy evaluation, "
         f"{time.perf_counter() - t0:.1f} s")
   if args.games:
-    rate = simulate(env, sol.policy, args.games, seed=0)
-    se = np.sqrt(rate * (1 - rate) / args.games)
-    print(f"simulated optimal vs random over {args.games} games: {rate:.4f} "
-          f"+- {1.96 * se:.4f} (95% CI)")
+    win = simulate(env, args.games, args.seed)
+    print(f"simulated optimal vs random over {args.games} games (both seats): "
+          f"{win['rate']:.4f} [{win['low']:.4f}, {win['high']:.4f}] (95% Wilson)")
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

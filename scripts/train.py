@@ -22,10 +22,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import envs  # noqa: E402
-from anakin_mz import config as config_lib  # noqa: E402
+import envs
+from anakin_mz import config as config_lib
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -65,7 +63,7 @@ def main(argv=None) -> int:
     parser.error("--minutes must be > 0")
   logdir = args.logdir or os.path.join("runs", args.env)
 
-  from anakin_mz import run  # pylint: disable=import-outside-toplevel
+  from anakin_mz import run  # after validation: errors come fast
   try:
     result = run.train(cfg, logdir=logdir, resume=args.resume, max_updates=args.updates,
                        max_minutes=args.minutes, progress=not args.no_progress)

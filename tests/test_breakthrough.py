@@ -16,8 +16,8 @@ from envs import CHANCE, TERMINAL
 from envs.breakthrough import (BLACK, EMPTY, WHITE, action_tables,
                                from_openspiel_action, to_openspiel_action)
 from envs.testing import random_playout
-from envs.breakthrough_players import (legal_slots, make_player,
-                                       rollout_value, uniform_legal_action)
+import envs.bots
+from envs.bots.uct import legal_slots, mcts_policy, rollout_value, uniform_legal_action
 
 
 def _env(rows=5, columns=5):
@@ -31,7 +31,7 @@ def _state(env, picture, player):
   if not isinstance(picture, np.ndarray):
     picture = [[cells[ch] for ch in line] for line in picture]
   g = env.game.from_board(picture, player)
-  return env._make_state(g, rewards=jnp.zeros((2,), jnp.float32),  # pylint: disable=protected-access
+  return env._make_state(g, rewards=jnp.zeros((2,), jnp.float32),
                          step_count=jnp.int32(0), illegal=jnp.bool_(False))
 
 
@@ -213,7 +213,7 @@ def test_mask_matches_action_table_reference():
     rng = np.random.default_rng(rows * columns)
     boards = rng.integers(0, 3, size=(64, rows, columns)).astype(np.int8)
     for player in (0, 1):
-      gs = jax.vmap(lambda b: env.game.from_board(  # pylint: disable=cell-var-from-loop
+      gs = jax.vmap(lambda b: env.game.from_board(
           np.zeros((rows, columns)), player).replace(board=b))(jnp.asarray(boards))
       masks = np.asarray(jax.vmap(env.game.legal_action_mask)(gs))
       for board, mask in zip(boards, masks):
@@ -318,7 +318,7 @@ def test_openspiel_action_round_trip(rows, columns):
     assert (boards[n, src] == p + 1).all()
     np.testing.assert_array_equal(ids % 2, boards[n, dst] == 2 - p)
     if n % 7 == 0:  # names are slow-ish Python
-      g = jax.tree.map(lambda x: x[n], games)  # pylint: disable=cell-var-from-loop
+      g = jax.tree.map(lambda x: x[n], games)
       for a, i in zip(legal, ids):
         assert env.game.action_to_string(g, int(a)) == \
             _openspiel_name(int(i), rows, columns)
@@ -337,12 +337,12 @@ def test_bad_params():
     envs.make("breakthrough", rows=1)
   with pytest.raises(ValueError, match="columns must be in 2..16"):
     envs.make("breakthrough", columns=40)
-  with pytest.raises(ValueError, match="valid players"):
-    make_player(_env(), "alphabeta")
+  with pytest.raises(ValueError, match="valid: random, mcts"):
+    envs.bots.make_bot("alphabeta", _env())
   with pytest.raises(ValueError, match="num_simulations"):
-    make_player(_env(), "mcts", num_simulations=0)
+    mcts_policy(_env(), num_simulations=0)
   with pytest.raises(ValueError, match="max_legal_actions must be in 1..75"):
-    make_player(_env(), "mcts", max_legal_actions=76)
+    mcts_policy(_env(), max_legal_actions=76)
 
 
 def test_uniform_legal_action():
@@ -394,12 +394,12 @@ def test_players_are_legal_and_mcts_takes_the_only_win():
   s = jax.tree.map(lambda *x: jnp.stack(x), black, white)
   legal = np.asarray(s.legal_action_mask)
   assert legal.sum(-1).min() >= 3  # a real choice
-  for name, kw in [("random", {}), ("mcts", {"num_simulations": 32})]:
-    policy = jax.jit(make_player(env, name, **kw))
+  for name in ("random", "mcts:32"):
+    policy = jax.jit(envs.bots.make_bot(name, env)[1])
     for seed in range(3):
       a = np.asarray(policy(s, jax.random.key(seed)))
       assert a.shape == (2,) and legal[np.arange(2), a].all()
-      if name == "mcts":
+      if name == "mcts:32":
         names = [env.game.action_to_string(g, int(x))
                  for g, x in zip((black.game, white.game), a)]
         assert names == wins, (seed, names)

@@ -24,7 +24,7 @@ import pytest
 import envs
 from envs.breakthrough import (BLACK, WHITE, from_openspiel_action,
                                to_openspiel_action)
-from envs.breakthrough_players import legal_slots, uniform_legal_action
+from envs.bots.uct import legal_slots, uniform_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
 

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 import envs
-from envs import carchess_maps, carchess_players
+import envs.bots
+from envs import carchess_maps
+from envs.bots import carchess as carchess_bots
 from envs.core import CHANCE, TERMINAL
 from envs.testing import random_action
+from anakin_mz.eval import match
 
 # Tutorial map facts (RULES.md): lanes 0 west on row 4, 1 north on col 5,
 # 2 east on row 5, 3 south on col 4; each lane's light is at position 3;
@@ -238,7 +241,7 @@ def test_turn_order_and_rewards(env):
         assert not bool(state.legal_action_mask[first])  # player 0's light
         # The round's reward: both toggles, then sim_steps steps.
         want = float(simulate(state.game.replace(red=state.game.red ^ (
-            jnp.asarray(env.game._light_cells) == action))))  # pylint: disable=protected-access
+            jnp.asarray(env.game._light_cells) == action))))
       first = action
     state = step_fn(state, jnp.int32(action))
     rewards = np.asarray(state.rewards)
@@ -429,7 +432,7 @@ def test_invariants_over_random_play(env):
   assert np.array_equal(after.spawned, after.scored + after.crashed + on_board)
   assert after.spawned.max() > 0 and after.crashed.max() > 0 and after.scored.max() > 0
   # No two cars on one cell after a step.
-  cells = game._cell  # pylint: disable=protected-access
+  cells = game._cell
   flat = after.cars.reshape(steps * batch, -1)
   for row in flat[flat.any(-1)]:
     occupied = cells.reshape(-1)[row]
@@ -446,7 +449,7 @@ def test_invariants_over_random_play(env):
   end = player == env.num_players - 1
   assert not np.any(r[~end])
   m, lanes = 5, 4
-  stand = int(game._stand.sum())  # pylint: disable=protected-access
+  stand = int(game._stand.sum())
   assert r.max() <= 2.0 * m * lanes and r.min() >= -1.0 * m * stand
   assert np.all(d_scored <= m * lanes)
   assert r[end].std() > 0
@@ -470,8 +473,8 @@ def test_a_new_map_is_data_only(tmp_path):
   env = map_env(tmp_path, TRIPLE, players=1, rounds=3)
   assert env.observation_shape == (5, 5, 3 + 1 + 2 + 1 + 3)
   assert env.num_chance_outcomes == 2  # floor((5 - 2) * 0.5) = 1
-  out = jax.jit(lambda k: carchess_players.play(env, carchess_players.random_policy, k, 8))(
-      jax.random.key(0))
+  out = jax.jit(lambda k: match.play_match(env, envs.random_policy, envs.random_policy,
+                                            k, 8).score)(jax.random.PRNGKey(0))
   assert out.shape == (8,)
 
 
@@ -520,19 +523,18 @@ def test_greedy_takes_the_best_round(env):
   state = env.init(jax.random.key(0))
   state = state.replace(game=g, current_player=jnp.int32(1),
                         legal_action_mask=env.game.legal_action_mask(g))
-  policy = jax.jit(jax.vmap(carchess_players.make_policy(env, "greedy"),
-                            in_axes=(None, 0)))
+  policy = jax.jit(jax.vmap(carchess_bots.greedy_policy(env.game), in_axes=(None, 0)))
   picks = policy(state, jax.random.split(jax.random.key(0), 16))
   assert set(np.asarray(picks).tolist()) == {46}
-  values = carchess_players.round_rewards(env.game, g, 4)
+  values = carchess_bots.round_rewards(env.game, g, 4)
   assert float(values[1, 1]) == 4.0 and float(values[0, 0]) == 0.0
   # Within the round alone (5 steps) the released queue does not score yet.
-  assert float(carchess_players.round_rewards(env.game, g)[1, 1]) == 0.0
+  assert float(carchess_bots.round_rewards(env.game, g)[1, 1]) == 0.0
 
 
 def test_policies_pick_legal_actions(env):
-  for name in carchess_players.POLICIES:
-    policy = carchess_players.make_policy(env, name)
+  for name in ("random", "greedy"):
+    _, policy = envs.bots.make_bot(name, env)
 
     @jax.jit
     def run(key, policy=policy):
@@ -540,7 +542,7 @@ def test_policies_pick_legal_actions(env):
 
       def body(s, k):
         ka, kc = jax.random.split(k)
-        a = jax.vmap(policy)(s, jax.random.split(ka, 16))
+        a = policy(s, ka)
         legal = jnp.take_along_axis(s.legal_action_mask, a[:, None], 1)[:, 0]
         s = jax.vmap(env.step)(s, a, jax.random.split(kc, 16))
         return s, legal
@@ -548,16 +550,16 @@ def test_policies_pick_legal_actions(env):
       return jax.lax.scan(body, s, jax.random.split(key, 20))[1]
 
     assert np.all(np.asarray(run(jax.random.key(0))))
-  with pytest.raises(ValueError, match="valid: random, greedy"):
-    carchess_players.make_policy(env, "smart")
+  with pytest.raises(ValueError, match="valid: random, .*greedy"):
+    envs.bots.make_bot("smart", env)
 
 
 @pytest.mark.slow
 def test_greedy_beats_random():
   env = envs.make("carchess")
   scores = {}
-  for name in carchess_players.POLICIES:
-    pol = carchess_players.make_policy(env, name)
+  for name in ("random", "greedy"):
+    _, pol = envs.bots.make_bot(name, env)
     scores[name] = np.asarray(jax.jit(
-        lambda k: carchess_players.play(env, pol, k, 1000))(jax.random.key(0)))
+        lambda k: match.play_match(env, pol, pol, k, 1000).score)(jax.random.PRNGKey(0)))
   assert scores["greedy"].mean() > scores["random"].mean() + 10

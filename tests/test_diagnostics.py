@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import envs
-from anakin_mz import diagnostics
+from anakin_mz.eval import dynamics as diagnostics
 from anakin_mz.networks import Network, NetworkConfig
 
 K = 3
@@ -66,7 +66,7 @@ def _oracle(env, s):
 
 def _rates(env, s, out):
   res = diagnostics.score(env, s, out)
-  return {name: diagnostics._mean(np.asarray(v, float), m)  # pylint: disable=protected-access
+  return {name: diagnostics._mean(np.asarray(v, float), m)
           for name, (v, m) in res.items()}
 
 

@@ -13,8 +13,7 @@ import envs
 from envs import einstein
 from envs.core import CHANCE, TERMINAL
 from envs.einstein import position
-from envs.einstein_players import (expectiminimax_values, make_expectiminimax_policy,
-                                   make_random_policy)
+from envs.bots.einstein import expectiminimax_values, make_expectiminimax_policy
 
 ENV = envs.make("einstein")
 GAME = ENV.game
@@ -51,7 +50,7 @@ def batch_of_one(g):
 @jax.jit
 def env_state(g):
   """An env `State` around a hand-built game state."""
-  return ENV._make_state(g, rewards=jnp.zeros((2,), jnp.float32),  # pylint: disable=protected-access
+  return ENV._make_state(g, rewards=jnp.zeros((2,), jnp.float32),
                          step_count=jnp.int32(0), illegal=jnp.bool_(False))
 
 
@@ -245,9 +244,9 @@ def test_bad_params_and_positions():
 # Opponents.
 
 def test_random_policy_plays_legal_moves_and_chance():
-  policy = jax.jit(make_random_policy(ENV))
+  policy = jax.jit(envs.random_policy)
   s = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.key(0), 8))
-  a = policy(s, jax.random.key(1))
+  a = jax.jit(envs.chance_outcome)(s, jax.random.key(1))
   assert np.all((0 <= a) & (a < 6))  # die outcomes at the first chance node
   s = jax.jit(jax.vmap(ENV.step))(s, a)
   a = policy(s, jax.random.key(2))

@@ -1,12 +1,12 @@
-"""Evaluation scripts on tiny checkpoints: restore errors (wrong path, wrong
+"""Evaluation (the `anakin_mz.eval` library, and the scripts run as commands)
+on tiny checkpoints: restore errors (wrong path, wrong
 game, incompatible network, corrupt step), opponent specs, one tiny
 end-to-end evaluation per game, and the tournament / plot / search-tree /
 play scripts."""
 
-import importlib.util
-import io
 import os
 import shutil
+import subprocess
 import sys
 import xml.dom.minidom
 
@@ -17,22 +17,13 @@ import pytest
 import envs
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
-from anakin_mz import opponents
+from anakin_mz.eval import opponents, report
 from anakin_mz.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TINY = ["network.hidden=[8]", "network.latent_dim=8", "search.num_simulations=2",
         "train.num_envs=2", "train.batch_size=4", "train.rollout_length=2",
         "train.replay_capacity=16", "train.min_replay=1", "train.unroll_steps=2"]
-
-
-def _script(name):
-  spec = importlib.util.spec_from_file_location(
-      f"_script_{name}", os.path.join(ROOT, "scripts", f"{name}.py"))
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[f"_script_{name}"] = module  # dataclasses look their module up
-  spec.loader.exec_module(module)
-  return module
 
 
 def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=None):
@@ -53,11 +44,6 @@ def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=Non
 
 
 @pytest.fixture(scope="module")
-def evaluate():
-  return _script("evaluate")
-
-
-@pytest.fixture(scope="module")
 def nannon_ckpt(tmp_path_factory):
   return save_tiny(tmp_path_factory.mktemp("nannon") / "checkpoints", "nannon",
                    steps=(3, 6))
@@ -68,42 +54,50 @@ def catch_ckpt(tmp_path_factory):
   return save_tiny(tmp_path_factory.mktemp("catch") / "checkpoints", "catch")
 
 
-def _error(evaluate, capsys, *argv):
-  assert evaluate.main(list(argv)) == 2
-  return capsys.readouterr().err
+def _error(directory, **kwargs):
+  """The message of the ValueError `report.evaluate_checkpoint` raises."""
+  with pytest.raises(ValueError) as e:
+    report.evaluate_checkpoint(directory, **kwargs)
+  return str(e.value)
 
 
-def test_missing_path_is_a_clear_error(evaluate, capsys, tmp_path):
+def _script(name, *args):
+  """Runs `scripts/<name>.py` as a user would (the installed package)."""
+  return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"),
+                         *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
   missing = str(tmp_path / "nope")
-  err = _error(evaluate, capsys, "--checkpoint", missing)
+  err = _error(missing)
   assert "does not exist" in err and missing in err
   empty = tmp_path / "empty"
   empty.mkdir()
-  err = _error(evaluate, capsys, "--checkpoint", str(empty))
+  err = _error(str(empty))
   assert "no checkpoints found" in err and str(empty) in err
 
 
-def test_missing_step_is_a_clear_error(evaluate, capsys, nannon_ckpt):
-  err = _error(evaluate, capsys, "--checkpoint", nannon_ckpt, "--step", "999")
+def test_missing_step_is_a_clear_error(nannon_ckpt):
+  err = _error(nannon_ckpt, step=999)
   assert "step 999 is not in" in err and "saved steps: 3, 6" in err
 
 
-def test_wrong_game_is_a_clear_error(evaluate, capsys, nannon_ckpt, catch_ckpt):
-  err = _error(evaluate, capsys, "--checkpoint", catch_ckpt, "--env", "nannon")
+def test_wrong_game_is_a_clear_error(nannon_ckpt, catch_ckpt):
+  err = _error(catch_ckpt, expect_env="nannon")
   assert "is for env 'catch', not 'nannon'" in err and catch_ckpt in err
   with pytest.raises(ckpt.CheckpointError, match="is for env 'catch', not 'nannon'"):
     opponents.make_opponent(f"checkpoint:{catch_ckpt}", envs.make("nannon"))
 
 
-def test_incompatible_network_is_a_clear_error(evaluate, capsys, tmp_path):
+def test_incompatible_network_is_a_clear_error(tmp_path):
   # The metadata says hidden=[8], the saved arrays are of hidden=[12].
   directory = save_tiny(tmp_path / "ck", "catch", state_overrides=["network.hidden=[12]"])
-  err = _error(evaluate, capsys, "--checkpoint", directory)
+  err = _error(directory)
   assert "does not fit this network/config" in err or "another network" in err
   assert directory in err
 
 
-def test_corrupt_step_is_a_clear_error(evaluate, capsys, tmp_path, catch_ckpt):
+def test_corrupt_step_is_a_clear_error(tmp_path, catch_ckpt):
   directory = str(tmp_path / "ck")
   shutil.copytree(catch_ckpt, directory)
   state_dir = os.path.join(directory, "3", "state")
@@ -112,7 +106,7 @@ def test_corrupt_step_is_a_clear_error(evaluate, capsys, tmp_path, catch_ckpt):
       if not f.startswith("_"):
         with open(os.path.join(root, f), "wb") as fh:
           fh.write(b"garbage")
-  err = _error(evaluate, capsys, "--checkpoint", directory)
+  err = _error(directory)
   assert directory in err and ("corrupt" in err or "unreadable" in err)
 
 
@@ -138,19 +132,19 @@ def test_opponent_specs():
 
 @pytest.mark.slow
 def test_optimal_opponent_beats_random():
-  from anakin_mz import evaluation  # pylint: disable=import-outside-toplevel
+  from anakin_mz.eval import match
   nannon = envs.make("nannon")
   opt = opponents.make_opponent("optimal", nannon)
-  res = jax.jit(lambda k: evaluation.play_match(
-      k, nannon, opt.policy, evaluation.random_policy, 64))(jax.random.PRNGKey(0))
-  assert float(np.mean(np.asarray(res["score"]) > 0)) > 0.5
+  res = jax.jit(lambda k: match.play_match(
+      nannon, opt.policy, envs.random_policy, k, 64))(jax.random.PRNGKey(0))
+  assert float(np.mean(np.asarray(res.score) > 0)) > 0.5
 
 
 @pytest.mark.parametrize("game", sorted(envs.registered()))
-def test_tiny_end_to_end_evaluation(game, evaluate, tmp_path):
+def test_tiny_end_to_end_evaluation(game, tmp_path):
   directory = save_tiny(tmp_path / "ck", game)
-  r = evaluate.evaluate_checkpoint(directory, opponent="random",
-                                   games=4, seed=1, exact=False)
+  r = report.evaluate_checkpoint(directory, opponent="random",
+                                 games=4, seed=1, extra=False)
   assert r["game"] == game and r["step"] == 3 and r["simulations"] == 2
   assert r["checkpoint"] == os.path.abspath(directory)
   if envs.make(game).payoff == "zero_sum":
@@ -161,21 +155,21 @@ def test_tiny_end_to_end_evaluation(game, evaluate, tmp_path):
   else:
     assert "wdl" not in r and r["opponent"].startswith("none")
   assert r["score"]["low"] <= r["score"]["mean"] <= r["score"]["high"]
-  text = evaluate.format_report(r)
+  text = report.format_report(r)
   assert game in text and "step 3" in text
 
 
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
-def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(
-    evaluate, capsys, nannon_ckpt, tmp_path):
+def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(nannon_ckpt, tmp_path):
   out_json = str(tmp_path / "e.json")
-  assert evaluate.main(["--checkpoint", nannon_ckpt, "--step", "3", "--games", "4",
-                        "--opponent", "optimal", "--diagnostics",
-                        "--diagnostic-games", "4", "--json", out_json]) == 0
-  text = capsys.readouterr().out
+  out = _script("evaluate", "--checkpoint", nannon_ckpt, "--step", "3", "--games", "4",
+                "--opponent", "optimal", "--diagnostics",
+                "--diagnostic-games", "4", "--json", out_json)
+  assert out.returncode == 0, out.stderr
+  text = out.stdout
   assert "win" in text and "95% Wilson interval" in text
   assert "search policy table" in text and "top-move" in text
-  import json  # pylint: disable=import-outside-toplevel
+  import json
   with open(out_json, encoding="utf-8") as f:
     data = json.load(f)
   for k in ("greedy_vs_optimal", "greedy_vs_random", "search_vs_optimal",
@@ -187,27 +181,44 @@ def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(
   assert data["step"] == 3
 
 
-def test_odd_games_in_a_two_player_game(evaluate, capsys, nannon_ckpt):
-  err = _error(evaluate, capsys, "--checkpoint", nannon_ckpt, "--games", "3")
+def test_odd_games_in_a_two_player_game(nannon_ckpt):
+  err = _error(nannon_ckpt, games=3)
   assert "multiple of 2" in err
 
 
+def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
+  missing = str(tmp_path / "nope")
+  out = _script("evaluate", "--checkpoint", missing)
+  assert out.returncode == 2 and "does not exist" in out.stderr and missing in out.stderr
+  assert "Traceback" not in out.stderr
+  out = _script("evaluate", "--bot", "random")
+  assert out.returncode == 2 and "--bot needs --env" in out.stderr
+
+
+def test_a_bot_against_a_bot():
+  env = envs.make("nannon")
+  r = report.evaluate_bot(env, "optimal", opponent="random", games=4, seed=0)
+  assert r["agent"] == "optimal" and r["opponent"] == "random" and "checkpoint" not in r
+  assert sum(r["wdl"][k]["count"] for k in ("win", "draw", "loss")) == 4
+  assert "agent       optimal" in report.format_report(r)
+
+
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
-def test_tournament(capsys, nannon_ckpt, tmp_path):
-  tournament = _script("tournament")
+def test_tournament(nannon_ckpt, tmp_path):
+  from anakin_mz.eval import tournament
   png = str(tmp_path / "elo.png")
-  assert tournament.main(["--all-steps", nannon_ckpt, "--bots", "random",
-                          "--games", "4", "--png", png]) == 0
-  out = capsys.readouterr().out
+  t = tournament.run_tournament(all_steps=[nannon_ckpt], bots=["random"], games=4)
+  tournament.plot_elo(t.fit, t.players, png, "elo")
+  out = tournament.format_table(t.fit, t.players)
   assert "Elo" in out and "random" in out and "@3" in out and "@6" in out
   assert os.path.getsize(png) > 1000
-  assert tournament.main(["--checkpoint", nannon_ckpt, "--bots", "mcts"]) == 2
-  assert "deterministic two-player" in capsys.readouterr().err
+  with pytest.raises(ValueError, match="deterministic two-player"):
+    tournament.run_tournament(checkpoints=[nannon_ckpt], bots=["mcts"])
 
 
-def test_plot(tmp_path, capsys):
-  from anakin_mz.summary import SummaryWriter  # pylint: disable=import-outside-toplevel
-  plot = _script("plot")
+def test_plot(tmp_path):
+  from anakin_mz import plots
+  from anakin_mz.summary import SummaryWriter
   w = SummaryWriter(str(tmp_path / "run"))
   for step in range(0, 100, 10):
     w.scalars(step, {"train/loss": 1.0 / (step + 1), "train/env_steps": 64.0 * step,
@@ -216,30 +227,30 @@ def test_plot(tmp_path, capsys):
                      "dynamics/uniform_k0": 0.7})
   w.close()
   out = str(tmp_path / "plots")
-  assert plot.main([str(tmp_path / "run"), "--out", out]) == 0
+  assert plots.make_plots([str(tmp_path / "run")], out)
   for name in ("learning.png", "losses.png", "dynamics_run.png"):
     assert os.path.getsize(os.path.join(out, name)) > 1000
-  assert plot.main([str(tmp_path / "nothing")]) == 2
-  assert "does not exist" in capsys.readouterr().err
+  with pytest.raises(ValueError, match="does not exist"):
+    plots.make_plots([str(tmp_path / "nothing")])
 
 
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
-def test_show_search(nannon_ckpt, tmp_path, capsys):
-  show = _script("show_search")
-  svg = str(tmp_path / "t.svg")
-  assert show.main(["--checkpoint", nannon_ckpt, "--moves", "3",
-                    "--simulations", "6", "--svg", svg]) == 0
-  out = capsys.readouterr().out
+def test_show_search(nannon_ckpt):
+  from anakin_mz import agent as agent_lib
+  from anakin_mz.eval import search_tree
+  agent = agent_lib.load_agent(nannon_ckpt)
+  out, svg = search_tree.show(agent, moves=3, simulations=6)
   assert "[0] choice P" in out and "real: decision" in out
-  doc = xml.dom.minidom.parse(svg)
+  doc = xml.dom.minidom.parseString(svg)
   assert len(doc.getElementsByTagName("rect")) == out.count("-> [") + 1
 
 
 def test_play_reprompts_on_bad_input(catch_ckpt, capsys):
-  play = _script("play")
+  from anakin_mz import agent as agent_lib
+  from anakin_mz.eval import play
   answers = iter(["left", "7", ""] + ["1"] * 20)
-  assert play.main(["--env", "catch", "--checkpoint", catch_ckpt],
-                   read=lambda prompt: next(answers)) == 0
+  agent = agent_lib.load_agent(catch_ckpt, expect_env="catch")
+  assert play.play(agent, 0, 0, None, "search", read=lambda prompt: next(answers)) == 0
   out = capsys.readouterr().out
   assert "'left' is not a move number" in out
   assert "7 is not a legal move now" in out

@@ -12,6 +12,8 @@ import pytest
 import envs
 from envs import nannon
 from envs import nannon_solver as ns
+from envs.policy import per_game, random_policy
+from anakin_mz.eval import match
 
 
 @pytest.fixture(scope="module")
@@ -193,41 +195,18 @@ def test_evaluation_rejects_bad_tables(env, sol):
     ns.exact_win_probability(sol.policy, "expert", env)
 
 
-def play(env, policy0, policy1, key, num_games):
-  """Plays `num_games` in one jitted loop; player 0 uses `policy0`.
-  Returns player 0's rewards `[num_games]` and whether any was truncated."""
-
-  @jax.jit
-  def run(key):
-    k0, k1 = jax.random.split(key)
-    s = jax.vmap(env.init)(jax.random.split(k0, num_games))
-
-    def cond(c):
-      return ~jnp.all(c[0].done)
-
-    def body(c):
-      s, total, k = c
-      k, ka, kb, kc = jax.random.split(k, 4)
-      a0 = jax.vmap(policy0)(s, jax.random.split(ka, num_games))
-      a1 = jax.vmap(policy1)(s, jax.random.split(kb, num_games))
-      chance = jax.vmap(lambda st, kk: jax.random.categorical(
-          kk, jnp.log(st.chance_probs)))(s, jax.random.split(kc, num_games))
-      a = jnp.where(s.is_chance, chance, jnp.where(s.current_player == 0, a0, a1))
-      s = jax.vmap(env.step)(s, a.astype(jnp.int32))
-      return s, total + s.rewards[:, 0], k
-
-    s, total, _ = jax.lax.while_loop(
-        cond, body, (s, jnp.zeros((num_games,)), k1))
-    return total, jnp.any(s.truncated)
-
-  return jax.device_get(run(key))
+def play(env, policy, opponent, key, num_games):
+  """`anakin_mz.eval.match.play_match`: `policy` in each seat in half of the
+  games. Returns its rewards `[num_games]` and whether any was truncated."""
+  res = jax.jit(lambda k: match.play_match(env, policy, opponent, k, num_games))(key)
+  return np.asarray(res.score), bool(np.any(res.truncated))
 
 
 def test_simulated_optimal_vs_random_matches_exact(env, sol):
   games = 2000
   exact = ns.exact_win_probability(sol.policy, "random", env).win_probability
-  optimal = ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=3)
-  rewards, truncated = play(env, optimal, ns.random_policy, jax.random.key(7), games)
+  optimal = per_game(ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=3))
+  rewards, truncated = play(env, optimal, random_policy, jax.random.PRNGKey(7), games)
   assert not truncated
   assert set(np.unique(rewards)) <= {-1.0, 1.0}
   wins = np.mean(rewards == 1.0)
@@ -244,8 +223,7 @@ def test_table_from_fn_and_players(env, sol):
   assert states.current_player.shape == (300,)
   assert np.all(np.asarray(states.current_player) == 0)
   np.testing.assert_array_equal(np.asarray(states.game.die), roll)
-  keys = jax.random.split(jax.random.key(0), 300)
-  a = np.asarray(jax.jit(jax.vmap(ns.random_policy))(states, keys))
+  a = np.asarray(jax.jit(random_policy)(states, jax.random.PRNGKey(0)))
   assert np.all(np.asarray(states.legal_action_mask)[np.arange(300), a])
 
 
@@ -341,9 +319,9 @@ def test_12_5_6_solution():
   ev = ns.exact_win_probability(sol.policy, "optimal", env)
   assert abs(ev.win_probability - 0.5) < 1e-9
   vs_random = ns.exact_win_probability(sol.policy, "random", env)
-  optimal = ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=5)
+  optimal = per_game(ns.TablePolicy(table=jnp.asarray(sol.policy), checkers=5))
   games = 2000
-  rewards, truncated = play(env, optimal, ns.random_policy, jax.random.key(3), games)
+  rewards, truncated = play(env, optimal, random_policy, jax.random.PRNGKey(3), games)
   assert not truncated
   exact = vs_random.win_probability
   se = np.sqrt(exact * (1 - exact) / games)

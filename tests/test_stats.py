@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from anakin_mz import stats
+from anakin_mz.eval import stats
 
 
 @pytest.mark.parametrize("k,n,lo,hi", [

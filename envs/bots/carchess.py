@@ -1,10 +1,10 @@
-"""Jittable Carchess policies: `random` and the `greedy` heuristic.
+"""Carchess's bot (registered as `greedy`), the hand-written heuristic.
 
-A policy maps `(state, key)` to an int32 `[]` action, for one unbatched
-`envs.State` at a decision node (vmap it for a batch). Build one with
-`make_policy(env, name)`.
+`greedy_policy(game)` plays one unbatched `envs.State` at a decision node,
+`(state, key) -> action []`; the registered bot is its batched
+`envs.Policy` (`envs.policy.per_game`).
 
-`greedy` (hand-written): the simulation of a round is deterministic once the
+`greedy`: the simulation of a round is deterministic once the
 round's toggles are chosen (chance only acts between rounds), so the mover
 tries every light it may toggle together with the best light a later player of
 the round may still toggle, runs the round's `sim_steps` simulation steps on a
@@ -18,23 +18,13 @@ players after the next one are ignored. Ties are broken at random.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import jax
 import jax.numpy as jnp
 
+from envs.bots import Bot, register_bot
 from envs.carchess import Carchess
-from envs.core import Env, State
-
-Policy = Callable[[State, jax.Array], jax.Array]
-
-POLICIES = ("random", "greedy")
-
-
-def random_policy(state: State, key: jax.Array) -> jax.Array:
-  """int32 `[]`: a uniformly random legal action."""
-  logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-  return jax.random.categorical(key, logits).astype(jnp.int32)
+from envs.core import State
+from envs.policy import SinglePolicy, per_game
 
 
 def round_rewards(game: Carchess, g, extra_steps: int = 0) -> jax.Array:
@@ -56,11 +46,11 @@ def round_rewards(game: Carchess, g, extra_steps: int = 0) -> jax.Array:
   return jax.vmap(jax.vmap(run))(flips)
 
 
-def greedy_policy(game: Carchess, extra_steps: int = 4) -> Policy:
+def greedy_policy(game: Carchess, extra_steps: int = 4) -> SinglePolicy:
   """The greedy lookahead policy for `game` (see the module doc)."""
   if extra_steps < 0:
     raise ValueError(f"extra_steps must be >= 0, got {extra_steps}")
-  light_cells = jnp.asarray(game._light_cells)  # pylint: disable=protected-access
+  light_cells = jnp.asarray(game._light_cells)
   n = game.num_players
 
   def policy(state: State, key: jax.Array) -> jax.Array:
@@ -80,32 +70,5 @@ def greedy_policy(game: Carchess, extra_steps: int = 4) -> Policy:
   return policy
 
 
-def make_policy(env: Env, name: str) -> Policy:
-  """The policy `name` (one of `POLICIES`) for a carchess `env`."""
-  if not isinstance(env.game, Carchess):
-    raise ValueError(f"carchess policies need a carchess env, got {env.id!r}")
-  if name == "random":
-    return random_policy
-  if name == "greedy":
-    return greedy_policy(env.game)
-  raise ValueError(f"unknown carchess policy {name!r}; valid: {', '.join(POLICIES)}")
-
-
-def play(env: Env, policy: Policy, key: jax.Array, num_games: int) -> jax.Array:
-  """float32 `[num_games]`: each game's score (player 0's summed reward), all
-  players following `policy`, chance sampled. Jittable for a fixed `num_games`."""
-  k0, k1 = jax.random.split(key)
-  s = jax.vmap(env.reset)(jax.random.split(k0, num_games))
-
-  def body(carry, k):
-    s, total = carry
-    ka, kc = jax.random.split(k)
-    a = jax.vmap(policy)(s, jax.random.split(ka, num_games))
-    a = jnp.where(s.done, 0, a)
-    s = jax.vmap(env.step)(s, a, jax.random.split(kc, num_games))
-    return (s, total + s.rewards[:, 0]), None
-
-  steps = env.game.params["rounds"] * env.num_players
-  (s, total), _ = jax.lax.scan(body, (s, jnp.zeros((num_games,))),
-                               jax.random.split(k1, steps))
-  return total
+register_bot(Bot("greedy", lambda env: per_game(greedy_policy(env.game)),
+                 games=("carchess",), needs="a one-round lookahead heuristic"))

@@ -27,7 +27,7 @@ def _z(confidence: float) -> float:
   """Two-sided standard-normal quantile for `confidence` in (0, 1)."""
   if not 0.0 < confidence < 1.0:
     raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-  from statistics import NormalDist  # pylint: disable=import-outside-toplevel
+  from statistics import NormalDist
   return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 

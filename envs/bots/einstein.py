@@ -1,12 +1,5 @@
-"""Reference opponents for `einstein`: jittable, batched policies.
+"""EinStein's bot (registered as `expectiminimax[:D]`): a `envs.Policy`.
 
-A policy is `policy(state, key) -> action`: `state` a batch of env `State`s
-(leading axis B), `key` one PRNG key, the result int32 `[B]`. At decision
-nodes it returns a legal action; at chance nodes it samples an outcome from
-`chance_probs` (so it can drive `env.step(state, action)` on its own); for
-finished games it returns 0.
-
-* `make_random_policy(env)`: a uniformly random legal move.
 * `make_expectiminimax_policy(env, depth)`: depth-limited expectiminimax.
   `depth` counts the moves searched: 1 is greedy, 2 looks at every reply to
   every die roll, and so on. Every die roll after a move is averaged with
@@ -23,10 +16,10 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from envs.core import CHANCE, Env
+from envs.bots import Bot, register_bot
+from envs.core import Env
 from envs.einstein import NUM_PIECES, SIZE, Einstein, EinsteinState, selectable, view_squares
-
-Policy = Callable[[object, jax.Array], jax.Array]
+from envs.policy import Policy, per_game
 Evaluation = Callable[[EinsteinState, jax.Array], jax.Array]
 MAX_BRANCHING = 6  # two selectable pieces with three moves each
 
@@ -105,33 +98,6 @@ def expectiminimax_values(game: Einstein, g: EinsteinState, depth: int,
   return children(g, depth)
 
 
-def _chance_or(policy_at_decision: Callable, state, key: jax.Array) -> jax.Array:
-  """One state: sample chance at chance nodes, 0 when done, else the policy."""
-  k_chance, k_move = jax.random.split(key)
-  outcome = jax.random.categorical(k_chance, jnp.log(state.chance_probs))
-  move = policy_at_decision(state, k_move)
-  action = jnp.where(state.current_player == CHANCE, outcome, move)
-  return jnp.where(state.done, 0, action).astype(jnp.int32)
-
-
-def _batched(single: Callable) -> Policy:
-  def policy(state, key):
-    keys = jax.random.split(key, state.current_player.shape[0])
-    return jax.vmap(single)(state, keys)
-  return policy
-
-
-def make_random_policy(env: Env) -> Policy:
-  """A batched policy that plays a uniformly random legal move."""
-  del env
-
-  def at_decision(state, key):
-    logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits)
-
-  return _batched(lambda s, k: _chance_or(at_decision, s, k))
-
-
 def make_expectiminimax_policy(env: Env, depth: int = 2,
                                evaluate: Evaluation = race_evaluation) -> Policy:
   """A batched expectiminimax policy searching `depth` moves (see module doc).
@@ -150,4 +116,9 @@ def make_expectiminimax_policy(env: Env, depth: int = 2,
     noise = jax.random.uniform(key, values.shape, maxval=1e-6)
     return actions[jnp.argmax(jnp.where(valid, values + noise, -jnp.inf))]
 
-  return _batched(lambda s, k: _chance_or(at_decision, s, k))
+  return per_game(at_decision)
+
+
+register_bot(Bot("expectiminimax", make_expectiminimax_policy, games=("einstein",),
+                 needs="a game with an expectiminimax evaluation", arg="depth",
+                 default=2))

@@ -30,7 +30,7 @@ depth with few positions is visible.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import chex
 import jax
@@ -91,11 +91,8 @@ def _random_play(env, key, num_games, steps):
       state, was_done = carry
       ka, kc = jax.random.split(k)
       chance = state.current_player == envs.CHANCE
-      legal = state.legal_action_mask
-      move = jax.random.categorical(ka, jnp.where(
-          jnp.any(legal, -1, keepdims=True), jnp.where(legal, 0.0, -jnp.inf), 0.0))
-      outcome = jax.random.categorical(
-          kc, jnp.log(jnp.maximum(state.chance_probs, 1e-30)))
+      move = envs.random_policy(state, ka)
+      outcome = envs.chance_outcome(state, kc)
       action = jnp.where(chance, outcome, move)
       unified = jnp.where(chance, env.num_actions + outcome, move)
       nxt = jax.vmap(env.step)(state, action)
@@ -206,10 +203,10 @@ def _model_outputs(network: Network, params: Params, observation: np.ndarray,
   @jax.jit
   def run(params, obs, acts):
     out = network.unroll(params, obs, acts)
-    return {"policy": jax.nn.softmax(out["policy_logits"], -1),
-            "chance": jax.nn.softmax(out["chance_logits"], -1),
-            "identity": jnp.argmax(out["identity_logits"], -1),
-            "reward": network.to_scalar(out["reward_logits"])}
+    return {"policy": jax.nn.softmax(out.policy_logits, -1),
+            "chance": jax.nn.softmax(out.chance_logits, -1),
+            "identity": jnp.argmax(out.identity_logits, -1),
+            "reward": network.to_scalar(out.reward_logits)}
 
   n = observation.shape[0]
   chunks = []
@@ -326,7 +323,7 @@ def dynamics_tests(env: envs.Env, network: Network, params: Params,
 
 def learner_hook(learner, params, key: Optional[chex.PRNGKey] = None,
                  num_games: int = 500) -> Dict[str, float]:
-  """For the training loop (`run.EXTRA_EVALS`-style): the dynamics tests of
+  """For the training loop (`run.evaluate`): the dynamics tests of
   `learner`'s network as TensorBoard scalars `dynamics/<metric>_k<k>`."""
   if key is None:
     key = jax.random.PRNGKey(learner.config.seed + 4242)

@@ -1,37 +1,30 @@
-"""Opponents for `breakthrough` as jittable, batched policies.
+"""UCT on the true game, built on `mctx.search`: a generic bot for any
+deterministic two-player zero-sum game (registered as `mcts[:S]`).
 
-A policy maps a batch of `envs.State` (leading axis `B`, at decision nodes)
-and one PRNG key to int32 actions `[B]`:
+    policy = mcts_policy(env, num_simulations=64)
+    actions = jax.jit(policy)(states, key)     # an `envs.Policy`
 
-    policy = make_player(env, "mcts", num_simulations=64)
-    actions = jax.jit(policy)(states, key)
-
-* `random`: a uniformly random legal action.
-* `mcts`: UCT on the true game, built on `mctx.search`. The real `Env` is the
-  model: `recurrent_fn` steps it, and a leaf is valued by one uniformly random
-  rollout to the end of the game. Rewards are those of the player who moved
-  and values those of the player to move, so the discount is -1 (0 once the
-  game is over). Interior nodes choose by UCB1
-  `Q + uct_c * sqrt(log N / n)`, trying every unvisited legal child first
-  (random order); the root plays its most visited action, ties broken by Q,
-  as OpenSpiel's `MCTSBot` does.
-
-Nothing here is specific to Breakthrough (or to its action encoding: the
-policies only read `legal_action_mask` and step the env) beyond needing a
-two-player, zero-sum, deterministic env (chance nodes are not modelled).
+The real `Env` is the model: `recurrent_fn` steps it, and a leaf is valued by
+one uniformly random rollout to the end of the game. Rewards are those of the
+player who moved and values those of the player to move, so the discount is
+-1 (0 once the game is over). Interior nodes choose by UCB1
+`Q + uct_c * sqrt(log N / n)`, trying every unvisited legal child first
+(random order); the root plays its most visited action, ties broken by Q, as
+OpenSpiel's `MCTSBot` does. The policies only read `legal_action_mask` and
+step the env (chance nodes are not modelled), so no game's encoding matters.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import mctx
 
+from envs.bots import Bot, register_bot
 from envs.core import Env, State
-
-Policy = Callable[[State, jax.Array], jax.Array]
+from envs.policy import Policy
 
 _BLOCK = 32
 
@@ -57,16 +50,6 @@ def uniform_legal_action(mask: jax.Array, key: jax.Array) -> jax.Array:
   row = jnp.take_along_axis(m, block[..., None, None], -2)[..., 0, :]
   inner = jnp.argmax(jnp.cumsum(row, -1) > (k - before)[..., None], -1)
   return jnp.where(total > 0, block * _BLOCK + inner, 0).astype(jnp.int32)
-
-
-def random_policy(env: Env) -> Policy:
-  """`policy(states [B], key) -> actions [B]`: uniformly random legal moves."""
-  del env
-
-  def policy(state: State, key: jax.Array) -> jax.Array:
-    return uniform_legal_action(state.legal_action_mask, key)
-
-  return policy
 
 
 def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
@@ -202,12 +185,12 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
   return policy
 
 
-PLAYERS = {"random": random_policy, "mcts": mcts_policy}
+def deterministic_two_player_zero_sum(env: Env) -> bool:
+  return (env.num_players == 2 and env.payoff == "zero_sum"
+          and env.num_chance_outcomes == 1)
 
 
-def make_player(env: Env, name: str, **kwargs) -> Policy:
-  """The policy `name` (one of `PLAYERS`) for `env`; `kwargs` go to its
-  constructor (for `mcts`: `num_simulations`, `uct_c`, `max_legal_actions`)."""
-  if name not in PLAYERS:
-    raise ValueError(f"unknown player {name!r}; valid players: {sorted(PLAYERS)}")
-  return PLAYERS[name](env, **kwargs)
+register_bot(Bot("mcts", lambda env, sims: mcts_policy(env, num_simulations=sims),
+                 needs="a deterministic two-player zero-sum game (e.g. breakthrough)",
+                 applies=deterministic_two_player_zero_sum,
+                 arg="simulations", default=64))
