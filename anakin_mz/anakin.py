@@ -65,16 +65,15 @@ class Learner:
         optax.adam(tc.learning_rate_schedule()))
     self.transitions_per_chunk = tc.rollout_length * tc.num_envs
     self.updates_per_chunk = tc.updates_per_chunk(self.transitions_per_chunk)
-    self._example = None
 
   # ---------------------------------------------------------------- state
   def init(self, key: chex.Array) -> TrainState:
     """A fresh single-device TrainState for uint32 PRNG `key` `[2]`."""
     tc = self.config.train
-    k_params, k_actor, k_example, k_run = jax.random.split(key, 4)
+    # Four keys, the third unused, keep the streams of saved runs.
+    k_params, k_actor, _, k_run = jax.random.split(key, 4)
     params = self.network.init(k_params)
     actor = init_actors(self.env, k_actor, tc.num_envs)
-    del k_example
     example = replay_lib.example_transition(self.env)
     buffer = replay_lib.init_buffer(example, tc.replay_capacity, tc.num_envs)
     return TrainState(
@@ -171,7 +170,7 @@ class Learner:
     # The buffer is fixed during the updates: derive its targets once.
     prepared = replay_lib.prepare(
         buffer, K=tc.unroll_steps, num_players=self.env.num_players,
-        payoff=self.env.payoff, td_steps=tc.td_steps, discount=tc.discount)
+        payoff=self.env.payoff, td_steps=tc.td_steps, discount=self.config.discount)
     ready = (buffer.count >= tc.min_replay) & jnp.any(prepared.start_ok)
     update = functools.partial(self._update, prepared=prepared,
                                axis_name=axis_name)

@@ -1,7 +1,8 @@
 """Experiment configuration: frozen dataclasses, loaded from YAML with
 `key=value` overrides, validated up front and never mutated at run time.
 
-A config file has five sections, each mapping onto one dataclass:
+A config file has five sections, each mapping onto one dataclass, and two
+top-level settings:
 
     env:     {name: nannon, params: {...}}       # envs.make(name, **params)
     network: {...}                               # networks.NetworkConfig
@@ -9,6 +10,11 @@ A config file has five sections, each mapping onto one dataclass:
     loss:    {...}                               # loss.LossConfig
     train:   {...}                               # TrainConfig below
     seed: 0
+    discount: 1.0    # the return's discount: the tree's edges and the value targets
+
+The discount is set once: `Config` hands it to the search (`search.discount`
+is not a key of the file). Configs saved before it moved (with equal
+`search.discount` and `train.discount`) still load.
 
 Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
 `env.params.points=12`. Values are parsed as YAML scalars; numeric fields
@@ -20,13 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
 import envs
 from envs.core import ParamValue
+
+if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazily
+  from anakin_mz.loss import LossConfig
+  from anakin_mz.networks import NetworkConfig
+  from anakin_mz.search import SearchConfig
 
 
 LR_SCHEDULES = ("constant", "cosine")
@@ -43,7 +53,6 @@ class TrainConfig:
   replay_ratio: float = 1.0      # samples trained per transition generated
   unroll_steps: int = 6          # K
   td_steps: int = 0              # 0: game outcome; n > 0: n-step bootstrap
-  discount: float = 1.0          # reward discount (1 for board games)
   learning_rate: float = 1e-3
   lr_schedule: str = "constant"  # "constant", or "cosine" decay over total_updates
   learning_rate_end: float = 1e-4  # the cosine schedule's final learning rate
@@ -73,8 +82,6 @@ class TrainConfig:
                        f">= 0, got {self.learning_rate} and {self.learning_rate_end}")
     if self.td_steps < 0:
       raise ValueError(f"train.td_steps must be >= 0, got {self.td_steps}")
-    if not 0 < self.discount <= 1:
-      raise ValueError(f"train.discount must be in (0, 1], got {self.discount}")
     if self.replay_capacity < self.unroll_steps + self.rollout_length + 1:
       raise ValueError("train.replay_capacity must exceed rollout_length + "
                        f"unroll_steps; got {self.replay_capacity}")
@@ -89,7 +96,7 @@ class TrainConfig:
     """The optax learning rate: a float, or a schedule of the update count."""
     if self.lr_schedule == "constant":
       return self.learning_rate
-    import optax  # pylint: disable=import-outside-toplevel
+    import optax
     return optax.cosine_decay_schedule(
         self.learning_rate, self.total_updates,
         alpha=self.learning_rate_end / self.learning_rate)
@@ -101,9 +108,10 @@ class TrainConfig:
 
 def _section_classes():
   # Imported lazily: these modules pull in flax and mctx.
-  from anakin_mz.loss import LossConfig  # pylint: disable=import-outside-toplevel
-  from anakin_mz.networks import NetworkConfig  # pylint: disable=import-outside-toplevel
-  from anakin_mz.search import SearchConfig  # pylint: disable=import-outside-toplevel
+  from anakin_mz.loss import LossConfig
+  from anakin_mz.networks import NetworkConfig
+  from anakin_mz.search import SearchConfig
+
   return {"network": NetworkConfig, "search": SearchConfig,
           "loss": LossConfig, "train": TrainConfig}
 
@@ -113,18 +121,20 @@ class Config:
   """A whole experiment. Build with `load` or `from_dict`."""
   env: str
   env_params: Tuple[Tuple[str, ParamValue], ...]
-  network: typing.Any  # networks.NetworkConfig (lazy import)
-  search: typing.Any   # search.SearchConfig
-  loss: typing.Any     # loss.LossConfig
+  network: NetworkConfig
+  search: SearchConfig
+  loss: LossConfig
   train: TrainConfig
   seed: int = 0
+  discount: float = 1.0  # the return's discount: search edges and value targets
 
   def __post_init__(self):
-    if self.search.discount != self.train.discount:
+    if not 0 < self.discount <= 1:
+      raise ValueError(f"discount must be in (0, 1], got {self.discount}")
+    if self.search.discount != self.discount:
       raise ValueError(
-          f"search.discount ({self.search.discount}) must equal train.discount "
-          f"({self.train.discount}): the tree backs up the same discounted "
-          "returns the value head learns; set both")
+          f"search.discount ({self.search.discount}) differs from discount "
+          f"({self.discount}): build the search section with the config's discount")
 
   def make_env(self) -> envs.Env:
     """The configured game."""
@@ -133,9 +143,10 @@ class Config:
   def to_dict(self) -> Dict[str, object]:
     """A plain, YAML/JSON-serialisable dict that `from_dict` reads back."""
     out = {"env": {"name": self.env, "params": dict(self.env_params)},
-           "seed": self.seed}
+           "seed": self.seed, "discount": self.discount}
     for name in ("network", "search", "loss", "train"):
       section = dataclasses.asdict(getattr(self, name))
+      section.pop("discount", None)  # a top-level setting
       out[name] = {k: list(v) if isinstance(v, tuple) else v
                    for k, v in section.items()}
     return out
@@ -223,7 +234,8 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   if not isinstance(raw, Mapping):
     raise ValueError(f"a config must be a mapping, got {type(raw).__name__}")
   sections = _section_classes()
-  valid = {"env", "seed", *sections}
+  raw = _legacy_discount(raw)
+  valid = {"env", "seed", "discount", *sections}
   unknown = sorted(set(raw) - valid)
   if unknown:
     raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
@@ -240,8 +252,36 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   seed = raw.get("seed", 0)
   if not isinstance(seed, int) or isinstance(seed, bool):
     raise ValueError(f"seed must be an integer, got {seed!r}")
+  discount = _coerce(raw.get("discount", 1.0), 1.0, "discount")
+  for k in ("search", "train"):
+    if isinstance(raw.get(k), Mapping) and "discount" in raw[k]:
+      raise ValueError(f"{k}.discount is not a key: the discount is one top-level "
+                       f"setting (`discount: {raw[k]['discount']}`), used by the "
+                       "search and the value targets alike")
   built = {k: _build_section(cls, raw.get(k) or {}, k) for k, cls in sections.items()}
-  return Config(env=name, env_params=tuple(sorted(params.items())), seed=seed, **built)
+  try:
+    built["search"] = dataclasses.replace(built["search"], discount=discount)
+  except ValueError as e:
+    raise ValueError(f"invalid discount: {e}") from None
+  return Config(env=name, env_params=tuple(sorted(params.items())), seed=seed,
+                discount=discount, **built)
+
+
+def _legacy_discount(raw: Mapping[str, object]) -> Mapping[str, object]:
+  """Configs saved before the discount became one top-level setting hold it
+  twice, `search.discount` and `train.discount`, which had to be equal:
+  moves that value to the top level."""
+  search, train = raw.get("search"), raw.get("train")
+  if not (isinstance(search, Mapping) and isinstance(train, Mapping)
+          and "discount" in search and "discount" in train and "discount" not in raw):
+    return raw
+  if search["discount"] != train["discount"]:
+    raise ValueError(f"search.discount ({search['discount']}) differs from "
+                     f"train.discount ({train['discount']}); the discount is one setting")
+  out = dict(raw, discount=search["discount"])
+  out["search"] = {k: v for k, v in search.items() if k != "discount"}
+  out["train"] = {k: v for k, v in train.items() if k != "discount"}
+  return out
 
 
 def parse_overrides(overrides: Sequence[str]) -> Dict[str, object]:

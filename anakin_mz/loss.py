@@ -22,7 +22,7 @@ taken over samples. The gradient halving into each dynamics step lives in
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Tuple
 
 import chex
 import jax
@@ -32,7 +32,7 @@ import optax
 from anakin_mz import value_transform
 from anakin_mz.networks import Network
 from anakin_mz.replay import Batch
-from anakin_mz.types import Params
+from anakin_mz.types import Params, UnrollOutput
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,31 +66,36 @@ def _scalar_or_categorical(pred: chex.Array, target: chex.Array,
   return optax.softmax_cross_entropy(pred, jax.lax.stop_gradient(probs))
 
 
-def loss_terms(outputs: Mapping[str, chex.Array], batch: Batch, *,
+def loss_terms(outputs: UnrollOutput, batch: Batch, *,
                value_head: str = "scalar",
                support_size: int = 10) -> Dict[str, chex.Array]:
   """The five model terms of eq. (1), each summed over k and averaged over
   the batch (scalars), plus `identity_accuracy`.
 
   Args:
-    outputs: `Network.unroll` output (value_logits `[N, K+1, V]`,
-      reward_logits `[N, K, V]`, policy_logits `[N, K+1, A]`, chance_logits
-      `[N, K+1, C]`, identity_logits `[N, K, P+2]`).
+    outputs: `Network.unroll` output, `[N, K(+1), ...]` (`UnrollOutput`).
     batch: the targets.
     value_head, support_size: how to read value/reward outputs.
   """
+  n, k1 = batch.target_value.shape
+  chex.assert_shape(outputs.value_logits, (n, k1, None))
+  chex.assert_shape(outputs.reward_logits, (n, k1 - 1, None))
+  chex.assert_shape(outputs.policy_logits, batch.target_policy.shape)
+  chex.assert_shape(outputs.chance_logits, batch.target_chance.shape)
+  chex.assert_shape(outputs.identity_logits, batch.target_identity.shape + (None,))
+  chex.assert_shape([batch.target_reward, batch.target_identity], (n, k1 - 1))
   mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
-  value = _scalar_or_categorical(outputs["value_logits"], batch.target_value,
+  value = _scalar_or_categorical(outputs.value_logits, batch.target_value,
                                  value_head, support_size)
-  reward = _scalar_or_categorical(outputs["reward_logits"], batch.target_reward,
+  reward = _scalar_or_categorical(outputs.reward_logits, batch.target_reward,
                                   value_head, support_size)
-  policy = optax.softmax_cross_entropy(outputs["policy_logits"],
+  policy = optax.softmax_cross_entropy(outputs.policy_logits,
                                        batch.target_policy)
-  chance = optax.softmax_cross_entropy(outputs["chance_logits"],
+  chance = optax.softmax_cross_entropy(outputs.chance_logits,
                                        batch.target_chance)
   identity = optax.softmax_cross_entropy_with_integer_labels(
-      outputs["identity_logits"], batch.target_identity)
-  hits = jnp.argmax(outputs["identity_logits"], -1) == batch.target_identity
+      outputs.identity_logits, batch.target_identity)
+  hits = jnp.argmax(outputs.identity_logits, -1) == batch.target_identity
   return {
       "value": mean(value),
       "reward": mean(reward),

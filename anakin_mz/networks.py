@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import chex
 import flax.linen as nn
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 
 import envs
 from anakin_mz import value_transform
-from anakin_mz.types import ModelOutput, Params
+from anakin_mz.types import ModelOutput, Params, UnrollOutput
 
 KINDS = ("mlp", "resnet")
 VALUE_HEADS = ("scalar", "categorical")
@@ -372,16 +372,13 @@ class Network:
 
   # Training.
   def unroll(self, params: Params, observation: chex.Array,
-             actions: chex.Array) -> Dict[str, chex.Array]:
+             actions: chex.Array) -> UnrollOutput:
     """h, then K steps of g and f along `actions` `[B, K]` (unified).
 
     The latent's gradient is multiplied by `config.dynamics_grad_scale`
     (0.5) as it enters every dynamics step, the first one included.
 
-    Returns a dict:
-      value_logits `[B, K+1, V]`, reward_logits `[B, K, V]` (V = 1 for
-      scalar heads), policy_logits `[B, K+1, A]`, chance_logits
-      `[B, K+1, C]`, identity_logits `[B, K, P+2]`.
+    Returns the `UnrollOutput` (shapes there).
     """
     actions = jnp.asarray(actions, jnp.int32)
     latent = self.represent(params, observation)
@@ -398,10 +395,9 @@ class Network:
         step, latent, jnp.swapaxes(actions, 0, 1))
     first = lambda x0, xs: jnp.concatenate(
         [x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
-    return {
-        "value_logits": first(value0, value),
-        "reward_logits": jnp.swapaxes(reward, 0, 1),
-        "policy_logits": first(policy0, policy),
-        "chance_logits": first(chance0, chance),
-        "identity_logits": jnp.swapaxes(identity, 0, 1),
-    }
+    return UnrollOutput(
+        value_logits=first(value0, value),
+        reward_logits=jnp.swapaxes(reward, 0, 1),
+        policy_logits=first(policy0, policy),
+        chance_logits=first(chance0, chance),
+        identity_logits=jnp.swapaxes(identity, 0, 1))

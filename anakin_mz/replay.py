@@ -172,6 +172,8 @@ def add(buffer: BufferState, chunk: Transition) -> BufferState:
   if chunk.player.shape[1:] != (buffer.num_lanes,):
     raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer "
                      f"has {buffer.num_lanes}")
+  jax.tree.map(lambda d, c: chex.assert_shape(c, (t,) + d.shape[1:]),
+               buffer.data, chunk)
   slots = (buffer.write + jnp.arange(t)) % cap
   data = jax.tree.map(lambda d, c: d.at[slots].set(c.astype(d.dtype)),
                       buffer.data, chunk)
@@ -194,7 +196,7 @@ def _check(num_players: int, payoff: str, td_steps: int, discount: float):
     raise ValueError(f"discount must be in (0, 1], got {discount}")
 
 
-_SMALL_FIELDS = ("player", "action", "rewards", "search_value", "next_player",
+_STEP_FIELDS = ("player", "action", "rewards", "search_value", "next_player",
                  "done", "truncated", "valid")
 
 
@@ -203,37 +205,53 @@ def _rev_cummin(x: chex.Array) -> chex.Array:
 
 
 class _Lanes:
-  """Per-step facts in logical time order, `[L, B]` (valid steps only)."""
+  """Per-step facts of the buffer in logical (oldest-first) time order, each
+  `[L, B]` unless noted; shared by the value targets and the sampler.
+
+  Attributes:
+    slot_of: int32 `[L]`, logical time -> physical slot.
+    steps: the `_STEP_FIELDS` of the transitions, in logical order.
+    valid: a written, valid step.
+    decision: a valid step at a decision node.
+    done: a valid step that ends its episode.
+    terminated: `done` by the rules (not truncated).
+    time: int32 logical time of each step.
+    segment_end: int32 last step of the step's segment (its episode, or the
+      data's end if cut off there); L where there is none.
+    done_at_end: the segment ends with the episode's end.
+    next_decision: int32 first decision step at or after each step (L: none).
+    bootstrap: the last decision step of a segment cut off before a terminal:
+      its search value stands in for the unknown rest of the episode.
+    start_ok: a valid start for a K-step unroll.
+  """
 
   def __init__(self, buffer: BufferState, k: int):
     cap = buffer.capacity
     oldest = (buffer.write - buffer.count) % cap
-    self.phys = (oldest + jnp.arange(cap)) % cap            # logical -> slot
-    d = types.SimpleNamespace(**{
-        f: getattr(buffer.data, f)[self.phys] for f in _SMALL_FIELDS})
-    self.d = d
+    self.slot_of = (oldest + jnp.arange(cap)) % cap
+    steps = types.SimpleNamespace(**{
+        f: getattr(buffer.data, f)[self.slot_of] for f in _STEP_FIELDS})
+    self.steps = steps
     written = (jnp.arange(cap) < buffer.count)[:, None]
-    self.valid = written & d.valid
-    self.dec = self.valid & (d.player >= 0)
-    self.done = self.valid & d.done
-    self.term = self.done & ~d.truncated
+    self.valid = written & steps.valid
+    self.decision = self.valid & (steps.player >= 0)
+    self.done = self.valid & steps.done
+    self.terminated = self.done & ~steps.truncated
     valid_next = jnp.concatenate(
         [self.valid[1:], jnp.zeros_like(self.valid[:1])], axis=0)
-    stop = self.valid & ~self.done & ~valid_next            # data ends here
-    self.idx = jnp.broadcast_to(jnp.arange(cap)[:, None], self.valid.shape)
-    big = jnp.int32(cap)
-    # end[i]: last step of i's segment (its episode, or its data if cut off).
-    self.end = _rev_cummin(jnp.where(self.done | stop, self.idx, big))
-    end_c = jnp.minimum(self.end, cap - 1)
-    self.done_at_end = jnp.take_along_axis(self.done, end_c, axis=0)
-    term_at_end = jnp.take_along_axis(self.term, end_c, axis=0)
-    self.next_dec = _rev_cummin(jnp.where(self.dec, self.idx, big))
-    dec_after = jnp.concatenate(
-        [self.next_dec[1:], jnp.full_like(self.next_dec[:1], big)], axis=0)
-    # The last decision step of a segment that stops without a terminal:
-    # its search value stands in for the unknown rest of the episode.
-    self.cut = self.dec & (dec_after > self.end) & ~term_at_end
-    self.start_ok = self.dec & (self.done_at_end | (self.idx + k <= self.end))
+    data_stops = self.valid & ~self.done & ~valid_next
+    self.time = jnp.broadcast_to(jnp.arange(cap)[:, None], self.valid.shape)
+    never = jnp.int32(cap)
+    self.segment_end = _rev_cummin(jnp.where(self.done | data_stops, self.time, never))
+    end_slot = jnp.minimum(self.segment_end, cap - 1)
+    self.done_at_end = jnp.take_along_axis(self.done, end_slot, axis=0)
+    terminated_at_end = jnp.take_along_axis(self.terminated, end_slot, axis=0)
+    self.next_decision = _rev_cummin(jnp.where(self.decision, self.time, never))
+    decision_after = jnp.concatenate(
+        [self.next_decision[1:], jnp.full_like(self.next_decision[:1], never)], axis=0)
+    self.bootstrap = (self.decision & (decision_after > self.segment_end)
+                      & ~terminated_at_end)
+    self.start_ok = self.decision & (self.done_at_end | (self.time + k <= self.segment_end))
 
 
 def _values_by_player(values: chex.Array, player: chex.Array, num_players: int,
@@ -248,13 +266,14 @@ def _values_by_player(values: chex.Array, player: chex.Array, num_players: int,
 def _returns(lanes: _Lanes, num_players: int, payoff: str, td_steps: int,
              discount: float) -> chex.Array:
   """float32 `[L, B, P]`: the value target of every step, per absolute player."""
-  d = lanes.d
-  boot = _values_by_player(d.search_value, d.player, num_players, payoff)
-  rewards = jnp.where(lanes.valid[..., None], d.rewards, 0.0)
+  steps = lanes.steps
+  boot = _values_by_player(steps.search_value, steps.player, num_players, payoff)
+  rewards = jnp.where(lanes.valid[..., None], steps.rewards, 0.0)
   # G_i = b_i + a_i G_{i+1}, a linear recurrence solved by a parallel scan.
-  stops = lanes.term | lanes.cut | (lanes.end == lanes.idx) | ~lanes.valid
+  stops = (lanes.terminated | lanes.bootstrap | (lanes.segment_end == lanes.time)
+           | ~lanes.valid)
   a = jnp.where(stops, 0.0, discount)[..., None]
-  b = jnp.where(lanes.cut[..., None], boot, rewards)
+  b = jnp.where(lanes.bootstrap[..., None], boot, rewards)
 
   def compose(later, earlier):
     a_l, b_l = later
@@ -266,17 +285,17 @@ def _returns(lanes: _Lanes, num_players: int, payoff: str, td_steps: int,
     return mc
   # n-step: G^n_j = G_j - d^(b-j) (G_b - V_b), b = first decision >= j + n in
   # j's segment (else the Monte-Carlo/cut return already stops earlier).
-  cap = lanes.idx.shape[0]
-  target = lanes.idx + td_steps
+  cap = lanes.time.shape[0]
+  target = lanes.time + td_steps
   bidx = jnp.where(
       target < cap,
-      jnp.take_along_axis(lanes.next_dec, jnp.minimum(target, cap - 1), axis=0),
+      jnp.take_along_axis(lanes.next_decision, jnp.minimum(target, cap - 1), axis=0),
       cap)
-  ok = bidx <= lanes.end
+  ok = bidx <= lanes.segment_end
   bc = jnp.minimum(bidx, cap - 1)[..., None]
   tail = (jnp.take_along_axis(mc, bc, axis=0)
           - jnp.take_along_axis(boot, bc, axis=0))
-  scale = jnp.where(ok, jnp.power(discount, (bidx - lanes.idx)), 0.0)
+  scale = jnp.where(ok, jnp.power(discount, (bidx - lanes.time)), 0.0)
   return mc - scale[..., None] * tail
 
 
@@ -288,16 +307,16 @@ def value_targets(buffer: BufferState, *, num_players: int, payoff: str,
   lanes = _Lanes(buffer, 0)
   g = _returns(lanes, num_players, payoff, td_steps, discount)
   g = jnp.where(lanes.valid[..., None], g, 0.0)
-  return jnp.zeros_like(g).at[lanes.phys].set(g)
+  return jnp.zeros_like(g).at[lanes.slot_of].set(g)
 
 
-def start_mask(buffer: BufferState, K: int) -> chex.Array:  # pylint: disable=invalid-name
+def start_mask(buffer: BufferState, K: int) -> chex.Array:
   """bool `[L, B]` (physical order): the slots `sample` may start from."""
   lanes = _Lanes(buffer, K)
-  return jnp.zeros_like(lanes.start_ok).at[lanes.phys].set(lanes.start_ok)
+  return jnp.zeros_like(lanes.start_ok).at[lanes.slot_of].set(lanes.start_ok)
 
 
-def can_sample(buffer: BufferState, K: int) -> chex.Array:  # pylint: disable=invalid-name
+def can_sample(buffer: BufferState, K: int) -> chex.Array:
   """bool `[]`: some start is valid. `sample` on a buffer without one returns
   finite garbage, so gate the first updates on this."""
   return jnp.any(_Lanes(buffer, K).start_ok)
@@ -326,7 +345,7 @@ class Prepared:
   values: chex.Array
 
 
-def prepare(buffer: BufferState, *, K: int, num_players: int, payoff: str,  # pylint: disable=invalid-name
+def prepare(buffer: BufferState, *, K: int, num_players: int, payoff: str,
             td_steps: int = 0, discount: float = 1.0) -> Prepared:
   """Derives the targets of the whole buffer once (parallel scans, O(L B P)),
   so that many batches can be drawn from an unchanged buffer cheaply."""
@@ -334,13 +353,13 @@ def prepare(buffer: BufferState, *, K: int, num_players: int, payoff: str,  # py
   if K < 0:
     raise ValueError(f"need K >= 0, got {K}")
   lanes = _Lanes(buffer, K)
-  return Prepared(buffer=buffer, phys=lanes.phys, start_ok=lanes.start_ok,
-                  end=lanes.end, decision=lanes.dec, valid=lanes.valid,
+  return Prepared(buffer=buffer, phys=lanes.slot_of, start_ok=lanes.start_ok,
+                  end=lanes.segment_end, decision=lanes.decision, valid=lanes.valid,
                   values=_returns(lanes, num_players, payoff, td_steps, discount))
 
 
 def sample(buffer: BufferState, key: chex.PRNGKey, batch_size: int, *,
-           K: int, num_players: int, num_actions: int, payoff: str,  # pylint: disable=invalid-name
+           K: int, num_players: int, num_actions: int, payoff: str,
            td_steps: int = 0, discount: float = 1.0) -> Batch:
   """Samples `batch_size` starts uniformly (with replacement) among the valid
   decision steps and builds their K-step targets (module docstring).
@@ -365,7 +384,7 @@ def sample(buffer: BufferState, key: chex.PRNGKey, batch_size: int, *,
 
 
 def sample_prepared(prepared: Prepared, key: chex.PRNGKey, batch_size: int, *,
-                    K: int, num_players: int, num_actions: int) -> Batch:  # pylint: disable=invalid-name
+                    K: int, num_players: int, num_actions: int) -> Batch:
   """`sample` from the targets `prepare` derived (K must match)."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
@@ -406,7 +425,7 @@ def sample_prepared(prepared: Prepared, key: chex.PRNGKey, batch_size: int, *,
                  & (data.player[slot, lane_k] == CHANCE))
   policy = data.search_policy[slot, lane_k]
   chance = data.chance_probs[slot, lane_k]
-  return Batch(
+  batch = Batch(
       observation=data.observation[phys[i], lane],
       actions=actions,
       target_value=jnp.where(alive, value, 0.0),
@@ -417,3 +436,10 @@ def sample_prepared(prepared: Prepared, key: chex.PRNGKey, batch_size: int, *,
       chance_mask=chance_mask,
       target_identity=jnp.where(alive[:, :K], identity,
                                 terminal_identity(num_players)).astype(jnp.int32))
+  n = batch_size
+  chex.assert_shape(batch.observation, (n,) + data.observation.shape[2:])
+  chex.assert_shape([batch.actions, batch.target_reward, batch.target_identity], (n, K))
+  chex.assert_shape([batch.target_value, batch.policy_mask, batch.chance_mask], (n, K + 1))
+  chex.assert_shape(batch.target_policy, (n, K + 1, num_actions))
+  chex.assert_shape(batch.target_chance, (n, K + 1, num_chance))
+  return batch

@@ -48,13 +48,27 @@ class ModelOutput:
   embedding: Embedding
 
 
+@chex.dataclass(frozen=True)
+class UnrollOutput:
+  """`Network.unroll` along K unified actions (h, then K steps of g and f):
+  what the loss reads. V is 1 for scalar heads, else the support size.
+
+  Attributes:
+    value_logits: `[B, K+1, V]` value at depths 0..K.
+    reward_logits: `[B, K, V]` reward of the transition into depths 1..K.
+    policy_logits: `[B, K+1, A]` choice-policy logits at depths 0..K.
+    chance_logits: `[B, K+1, C]` chance-policy logits at depths 0..K.
+    identity_logits: `[B, K, P+2]` who acts at depths 1..K.
+  """
+  value_logits: chex.Array
+  reward_logits: chex.Array
+  policy_logits: chex.Array
+  chance_logits: chex.Array
+  identity_logits: chex.Array
+
+
 # recurrent_fn(params, rng_key, unified_action [B] int32, embedding) -> ModelOutput
 RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding], ModelOutput]
-
-
-def chance_identity(num_players: int) -> int:
-  """Identity-head index of a chance node."""
-  return num_players
 
 
 def terminal_identity(num_players: int) -> int:
@@ -66,8 +80,8 @@ def relative_identity(player: jax.Array, root_player: jax.Array,
                       num_players: int) -> jax.Array:
   """int32: identity-head class of absolute `player` (`envs.CHANCE` and
   `envs.TERMINAL` included) seen from `root_player`. Shapes broadcast."""
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  from envs.core import CHANCE  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp
+  from envs.core import CHANCE
   rel = jnp.mod(player - root_player, num_players)
   return jnp.where(player >= 0, rel,
                    jnp.where(player == CHANCE, num_players,

@@ -54,12 +54,24 @@ def test_overrides_apply_and_validate():
     config_lib.load(path, ["trian.batch_size=3"])
   with pytest.raises(ValueError, match="not of the form"):
     config_lib.load(path, ["train.batch_size"])
-  with pytest.raises(ValueError, match=r"search.discount \(0.9\) must equal train.discount \(1.0\)"):
+  # One discount, top level: the search and the value targets both read it.
+  with pytest.raises(ValueError, match=r"search.discount is not a key.*one top-level"):
     config_lib.load(path, ["search.discount=0.9"])
   with pytest.raises(ValueError, match=r"discount must be in \(0, 1\]"):
-    config_lib.load(path, ["search.discount=0", "train.discount=0"])
-  both = config_lib.load(path, ["search.discount=0.9", "train.discount=0.9"])
-  assert both.search.discount == both.train.discount == 0.9
+    config_lib.load(path, ["discount=0"])
+  one = config_lib.load(path, ["discount=0.9"])
+  assert one.search.discount == one.discount == 0.9
+  assert config_lib.from_dict(one.to_dict()) == one
+
+
+def test_configs_saved_with_two_discounts_still_load():
+  path = os.path.join(ROOT, "configs", "catch.yaml")
+  old = config_lib.load(path, ["discount=0.9"]).to_dict()
+  old["search"]["discount"] = old["train"]["discount"] = old.pop("discount")
+  assert config_lib.from_dict(old).discount == 0.9
+  old["train"]["discount"] = 1.0
+  with pytest.raises(ValueError, match=r"search.discount \(0.9\) differs from train.discount"):
+    config_lib.from_dict(old)
 
 
 def test_bad_files(tmp_path):
@@ -101,7 +113,8 @@ def test_temperature_schedule_decays_over_its_span_then_holds():
 
 def test_learning_rate_schedule_keys_validate():
   path = os.path.join(ROOT, "configs", "catch.yaml")
-  with pytest.raises(ValueError, match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"):
+  with pytest.raises(ValueError,
+                     match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"):
     config_lib.load(path, ["train.lr_schedule=step"])
   with pytest.raises(ValueError, match="learning_rate_end >= 0"):
     config_lib.load(path, ["train.learning_rate_end=-0.1"])

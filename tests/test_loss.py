@@ -13,6 +13,7 @@ import envs
 from anakin_mz import replay, value_transform
 from anakin_mz.loss import LossConfig, l2_norm_squared, loss_terms, ndmz_loss
 from anakin_mz.networks import Network, NetworkConfig
+from anakin_mz.types import UnrollOutput
 
 NB, K, A, C, P = 2, 2, 3, 2, 2
 
@@ -22,7 +23,13 @@ def _catch():
 
 
 # Compiled: eager dispatch of the many small ops costs more than one compile.
-_terms = jax.jit(loss_terms, static_argnames=("value_head", "support_size"))
+_jit_terms = jax.jit(loss_terms, static_argnames=("value_head", "support_size"))
+
+
+def _terms(out, batch, **kwargs):
+  """`loss_terms` on the head outputs `out` (a dict of `UnrollOutput` fields,
+  edited in place by the tests)."""
+  return _jit_terms(UnrollOutput(**out), batch, **kwargs)
 
 
 def _batch(**over):

@@ -41,28 +41,28 @@ def test_shapes_and_unroll_matches_root_then_recurrent(kind, value_head):
 
   out = jax.jit(net.unroll)(params, obs, actions)
   v = cfg.value_size
-  assert out["value_logits"].shape == (B, K + 1, v)
-  assert out["reward_logits"].shape == (B, K, v)
-  assert out["policy_logits"].shape == (B, K + 1, 3)
-  assert out["chance_logits"].shape == (B, K + 1, 3)
-  assert out["identity_logits"].shape == (B, K, 3)
+  assert out.value_logits.shape == (B, K + 1, v)
+  assert out.reward_logits.shape == (B, K, v)
+  assert out.policy_logits.shape == (B, K + 1, 3)
+  assert out.chance_logits.shape == (B, K + 1, 3)
+  assert out.identity_logits.shape == (B, K, 3)
 
   # The forward pass of unroll is exactly root, then recurrent along actions.
   rec = jax.jit(net.recurrent)
-  np.testing.assert_allclose(net.to_scalar(out["value_logits"][:, 0]),
+  np.testing.assert_allclose(net.to_scalar(out.value_logits[:, 0]),
                              root.value, rtol=1e-5, atol=1e-6)
   emb = root.embedding
   for k in range(K):
     step = rec(params, jax.random.PRNGKey(9), actions[:, k], emb)
     emb = step.embedding
     assert step.value.shape == (B,) and step.reward.shape == (B,)
-    np.testing.assert_allclose(net.to_scalar(out["reward_logits"][:, k]),
+    np.testing.assert_allclose(net.to_scalar(out.reward_logits[:, k]),
                                step.reward, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(net.to_scalar(out["value_logits"][:, k + 1]),
+    np.testing.assert_allclose(net.to_scalar(out.value_logits[:, k + 1]),
                                step.value, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(out["identity_logits"][:, k],
+    np.testing.assert_allclose(out.identity_logits[:, k],
                                step.identity_logits, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(out["policy_logits"][:, k + 1],
+    np.testing.assert_allclose(out.policy_logits[:, k + 1],
                                step.policy_logits, rtol=1e-5, atol=1e-6)
 
 
@@ -103,7 +103,7 @@ def test_gradient_is_halved_entering_each_dynamics_step():
   def grads(scale):
     net = Network(env, NetworkConfig(dynamics_grad_scale=scale, **TINY))
     params = net.init(jax.random.PRNGKey(0))
-    fn = lambda p: jnp.sum(net.unroll(p, obs, actions)["reward_logits"],
+    fn = lambda p: jnp.sum(net.unroll(p, obs, actions).reward_logits,
                            axis=(0, 2))  # [K]
     return jax.jit(jax.jacrev(fn))(params)["h"]  # leaves [K, ...]
 
@@ -126,9 +126,9 @@ def test_every_registered_env_gets_an_mlp(name):
   obs = jax.ShapeDtypeStruct((2,) + env.observation_shape, jnp.float32)
   out = jax.eval_shape(net.unroll, params, obs,
                        jax.ShapeDtypeStruct((2, 1), jnp.int32))
-  assert out["identity_logits"].shape == (2, 1, env.num_players + 2)
-  assert out["chance_logits"].shape == (2, 2, env.num_chance_outcomes)
-  assert out["policy_logits"].shape == (2, 2, env.num_actions)
+  assert out.identity_logits.shape == (2, 1, env.num_players + 2)
+  assert out.chance_logits.shape == (2, 2, env.num_chance_outcomes)
+  assert out.policy_logits.shape == (2, 2, env.num_actions)
   root = jax.eval_shape(net.root, params, obs)
   assert root.value.shape == (2,)
   if len(env.observation_shape) == 3:

@@ -311,7 +311,7 @@ def test_bad_arguments():
 def _random_lane(rng, length, num_players):
   """Episodes of random decision/chance steps; some end by truncation, some
   are followed by invalid padding steps."""
-  steps, t = [], 0
+  steps = []
   while len(steps) < length:
     ep_len = int(rng.integers(1, 7))
     trunc = bool(rng.random() < 0.3)
@@ -428,9 +428,9 @@ def test_sampling_costs_less_than_an_update():
   """Nannon-sized buffer (256 x 128 steps of random play), batch 256, K=6:
   prints ms per `sample` and per loss gradient of the paper's MLP, and checks
   that target making is the cheaper of the two. Run with -s to see them."""
-  import time  # pylint: disable=import-outside-toplevel
-  from anakin_mz.loss import ndmz_loss  # pylint: disable=import-outside-toplevel
-  from anakin_mz.networks import Network, NetworkConfig  # pylint: disable=import-outside-toplevel
+  import time
+  from anakin_mz.loss import ndmz_loss
+  from anakin_mz.networks import Network, NetworkConfig
   env = envs.make("nannon")
   cap, lanes, n, k = 256, 128, 256, 6
 
