@@ -61,7 +61,7 @@ def test_matches_openspiel(rows, columns):
 
 @pytest.mark.parametrize("rows,columns", [(10, 5), (7, 3)])
 def test_matches_gymnax(rows, columns):
-  gymnax = pytest.importorskip("gymnax")
+  pytest.importorskip("gymnax")
   from gymnax.environments.bsuite import catch as gcatch
   genv = gcatch.Catch(rows=rows, columns=columns)
   params = genv.default_params

@@ -570,7 +570,12 @@ def test_single_outcome_chance_is_plain_muzero():
       chance_nodes = out.search_tree.children_index[:, 0]
       kinds = np.take_along_axis(np.asarray(out.search_tree.embeddings.kind),
                                  np.maximum(np.asarray(chance_nodes), 0), 1)
-      assert np.all(kinds[np.asarray(chance_nodes) >= 0] == 1)
+      # Every visited root action has its child, and every child is a chance
+      # node (an empty selection cannot pass: some action is always visited).
+      expanded = np.asarray(chance_nodes) >= 0
+      visited = np.asarray(out.search_tree.children_visits[:, 0]) > 0
+      np.testing.assert_array_equal(expanded, visited)
+      assert expanded.any() and np.all(kinds[expanded] == 1)
 
 
 # ----------------------------------------------------------------------------
