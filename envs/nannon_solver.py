@@ -616,7 +616,7 @@ def start_position(env: Optional[Env] = None) -> int:
   if env is None:
     env = envs.make("nannon")
   n, k, _ = _config(env)
-  g = env.game.init(jax.random.key(0))
+  g = env.game.init(jax.random.PRNGKey(0))
   mine, theirs, home_me, home_opp = nannon.relative(g.board, g.home, 0)
   return int(rank_position(mine, theirs, home_me, home_opp, k))
 

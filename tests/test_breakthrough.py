@@ -84,7 +84,7 @@ def test_defaults_and_sizes():
 @pytest.mark.parametrize("rows,columns,home", [(5, 5, 1), (6, 6, 2), (8, 8, 2)])
 def test_initial_position(rows, columns, home):
   env = _env(rows, columns)
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   board = np.asarray(s.game.board)
   assert board.shape == (rows, columns)
   assert (board[:home] == BLACK).all() and (board[rows - home:] == WHITE).all()
@@ -103,7 +103,7 @@ def test_initial_position(rows, columns, home):
 
 def test_chance_never_acts():
   env = _env(6, 6)
-  t = random_playout(env, jax.random.key(0), 8, env.max_game_length)
+  t = random_playout(env, jax.random.PRNGKey(0), 8, env.max_game_length)
   assert not (t["current_player"] == CHANCE).any()
   assert not t["chance_probs"].any()
   assert (t["current_player"][-1] == TERMINAL).all()
@@ -253,7 +253,7 @@ def test_canonical_symmetry(rows, columns):
   legal masks, and each action leads to positions that correspond again,
   with the rewards swapped."""
   env = _env(rows, columns)
-  games = _random_positions(env, jax.random.key(rows + columns), 8, 30)
+  games = _random_positions(env, jax.random.PRNGKey(rows + columns), 8, 30)
   step = jax.jit(env.step)
   observe = jax.jit(env.observe)
   num = games.board.shape[0]
@@ -272,7 +272,7 @@ def test_canonical_symmetry(rows, columns):
       assert bool(s2.done) == bool(t2.done)
       np.testing.assert_array_equal(s2.observation, t2.observation)
   # The start is its own mirror: both sides see the same first position.
-  g = env.game.init(jax.random.key(0))
+  g = env.game.init(jax.random.PRNGKey(0))
   np.testing.assert_array_equal(env.game.observe(g, 0), env.game.observe(g, 1))
 
 
@@ -293,7 +293,7 @@ def test_openspiel_action_round_trip(rows, columns):
   are distinct, their capture bit says whether the target holds an opposing
   piece, and their OpenSpiel name is our `action_to_string`."""
   env = _env(rows, columns)
-  games = _random_positions(env, jax.random.key(7 * rows + columns), 24, 40)
+  games = _random_positions(env, jax.random.PRNGKey(7 * rows + columns), 24, 40)
   every = jnp.arange(env.num_actions)
   to_os = jax.jit(jax.vmap(jax.vmap(to_openspiel_action, (None, 0)), (0, None)))
   from_os = jax.jit(jax.vmap(jax.vmap(from_openspiel_action, (None, 0))))
@@ -326,7 +326,7 @@ def test_openspiel_action_round_trip(rows, columns):
 
 def test_render_draws_the_board():
   env = _env()
-  text = env.render(env.init(jax.random.key(0)))
+  text = env.render(env.init(jax.random.PRNGKey(0)))
   lines = text.splitlines()
   assert lines[0] == " 5 bbbbb" and lines[4] == " 1 wwwww"
   assert lines[5].strip() == "abcde" and "black (player 0) to move" in text
@@ -350,7 +350,7 @@ def test_uniform_legal_action():
   mask[0, [3, 40, 299]] = True
   mask[1, 31:33] = True  # across a block boundary
   mask[2, 5] = True
-  keys = jax.random.split(jax.random.key(0), 3000)
+  keys = jax.random.split(jax.random.PRNGKey(0), 3000)
   draws = np.asarray(jax.jit(jax.vmap(uniform_legal_action, (None, 0)))(
       jnp.asarray(mask), keys))
   assert set(draws[:, 0]) == {3, 40, 299}
@@ -369,7 +369,7 @@ def test_legal_slots_and_bound():
   # The slot bound (three moves a piece) holds at the start and in play.
   for rows in (5, 8):
     env = _env(rows, rows)
-    t = random_playout(env, jax.random.key(rows), 8, 40)
+    t = random_playout(env, jax.random.PRNGKey(rows), 8, 40)
     assert t["legal_action_mask"].sum(-1).max() <= env.game.max_legal_actions
 
 
@@ -380,7 +380,7 @@ def test_rollout_value_at_decided_positions():
   # White to move: whatever it plays, black's b2 then reaches row 1.
   white = _state(env, [".....", ".....", ".....", ".b...", "....w"], 1)
   s = jax.tree.map(lambda *x: jnp.stack(x), black, white)
-  v = rollout_value(env, s, jax.random.key(0))
+  v = rollout_value(env, s, jax.random.PRNGKey(0))
   np.testing.assert_array_equal(v, [1.0, -1.0])
 
 
@@ -397,7 +397,7 @@ def test_players_are_legal_and_mcts_takes_the_only_win():
   for name in ("random", "mcts:32"):
     policy = jax.jit(envs.bots.make_bot(name, env)[1])
     for seed in range(3):
-      a = np.asarray(policy(s, jax.random.key(seed)))
+      a = np.asarray(policy(s, jax.random.PRNGKey(seed)))
       assert a.shape == (2,) and legal[np.arange(2), a].all()
       if name == "mcts:32":
         names = [env.game.action_to_string(g, int(x))

@@ -100,7 +100,7 @@ def _check_against_openspiel(rows, columns, game_string, seed):
   assert list(game.observation_tensor_shape()) == [3, rows, columns]
   ours = np.array([ours_from_openspiel(a, rows, columns)
                    for a in range(game.num_distinct_actions())])
-  first, rec = jax.device_get(_play(env, jax.random.key(seed), NUM_GAMES))
+  first, rec = jax.device_get(_play(env, jax.random.PRNGKey(seed), NUM_GAMES))
   rec = {k: np.asarray(v) for k, v in rec.items()}
   assert not rec["truncated"].any() and not rec["illegal"].any()
   assert rec["round_trip"].all()
@@ -164,7 +164,7 @@ def test_observation_and_names_match_openspiel():
   from_os = jax.jit(from_openspiel_action)
   rng = np.random.default_rng(0)
   for _ in range(5):
-    s = env.init(jax.random.key(0))
+    s = env.init(jax.random.PRNGKey(0))
     state = game.new_initial_state()
     while not state.is_terminal():
       t = np.asarray(state.observation_tensor(0), np.float32).reshape(3, rows, columns)

@@ -56,7 +56,7 @@ def map_env(tmp_path, spec, **params):
 def board(env, cars=(), red=None, counters=None, turn=0):
   """A decision-node state of `env`'s game: `cars` are (lane, position)."""
   game = env.game
-  g = game.init(jax.random.key(0))
+  g = game.init(jax.random.PRNGKey(0))
   occ = np.zeros(g.cars.shape, bool)
   for lane, pos in cars:
     occ[lane, pos] = True
@@ -192,7 +192,7 @@ def test_spawn_counter_cap_and_clipped_chance(env):
     got = probs(g.replace(chance_lane=jnp.int32(lane)))
     np.testing.assert_allclose(got, want, atol=1e-6)
   # Through Env: an increment above the capacity left is impossible.
-  state = env.init(jax.random.key(0)).replace(game=g.replace(chance_lane=jnp.int32(1)))
+  state = env.init(jax.random.PRNGKey(0)).replace(game=g.replace(chance_lane=jnp.int32(1)))
   state = state.replace(chance_probs=probs(state.game))
   with pytest.raises(ValueError, match="impossible"):
     env.check_action(state, 3)
@@ -215,7 +215,7 @@ def test_clipped_distribution_with_spawn_min(tmp_path):
 # Round structure and turn order.
 
 def test_turn_order_and_rewards(env):
-  state = env.init(jax.random.key(1))
+  state = env.init(jax.random.PRNGKey(1))
   step_fn = jitted(env, "step")
   simulate = lambda g: jitted(env, "simulate")(g, 5)[1]
   rounds, n, lanes = 10, 2, 4
@@ -223,7 +223,7 @@ def test_turn_order_and_rewards(env):
   for r in range(rounds):
     expected += [0, 1] + ([CHANCE] * lanes if r < rounds - 1 else [])
   expected.append(TERMINAL)
-  seen, key, chance_run, first = [], jax.random.key(2), 0, None
+  seen, key, chance_run, first = [], jax.random.PRNGKey(2), 0, None
   while int(state.current_player) != TERMINAL:
     p = int(state.current_player)
     seen.append(p)
@@ -256,7 +256,7 @@ def test_turn_order_and_rewards(env):
 
 
 def test_chance_nodes_update_lanes_in_order(env):
-  state = env.init(jax.random.key(0))
+  state = env.init(jax.random.PRNGKey(0))
   step_fn = jitted(env, "step")
   for lane, inc in enumerate([3, 0, 4, 1]):
     assert int(state.current_player) == CHANCE
@@ -267,7 +267,7 @@ def test_chance_nodes_update_lanes_in_order(env):
 
 
 def test_legal_actions_are_the_untoggled_lights(env):
-  state = env.reset(jax.random.key(0))
+  state = env.reset(jax.random.PRNGKey(0))
   light_cells = sorted(r * 10 + c for r, c in env.game.map.lights)
   assert np.flatnonzero(state.legal_action_mask).tolist() == light_cells == [34, 46, 53, 65]
   red0 = np.asarray(state.game.red)
@@ -282,7 +282,7 @@ def test_legal_actions_are_the_untoggled_lights(env):
 
 
 def test_start_state(env):
-  states = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.key(0), 400))
+  states = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.PRNGKey(0), 400))
   assert not np.any(np.asarray(states.game.cars))
   assert not np.any(np.asarray(states.game.counters))
   assert np.all(np.asarray(states.current_player) == CHANCE)
@@ -394,7 +394,7 @@ def test_step_matches_reference_on_random_boards(spec, tmp_path):
   env = envs.make("carchess") if spec is None else map_env(tmp_path, spec)
   game = env.game
   boards = random_boards(game, np.random.default_rng(0), 300)
-  g0 = game.init(jax.random.key(0))
+  g0 = game.init(jax.random.PRNGKey(0))
   batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(boards),) + x.shape), g0)
   batch = batch.replace(cars=jnp.asarray(np.stack([b[0] for b in boards])),
                         red=jnp.asarray(np.stack([b[1] for b in boards])),
@@ -426,7 +426,7 @@ def test_invariants_over_random_play(env):
 
     return jax.lax.scan(body, s, jax.random.split(k1, steps))[1]
 
-  before, after, rewards, player = jax.device_get(run(jax.random.key(7)))
+  before, after, rewards, player = jax.device_get(run(jax.random.PRNGKey(7)))
   # Cars are conserved.
   on_board = after.cars.sum((-1, -2))
   assert np.array_equal(after.spawned, after.scored + after.crashed + on_board)
@@ -520,11 +520,11 @@ def test_greedy_takes_the_best_round(env):
   # (the last mover) should release it: toggling light 1 lets both cars reach
   # the end within the round's 5 steps plus 4 more; no other light scores.
   g = board(env, cars=[(0, 3), (0, 2)], red=[True, True, True, True], turn=1)
-  state = env.init(jax.random.key(0))
+  state = env.init(jax.random.PRNGKey(0))
   state = state.replace(game=g, current_player=jnp.int32(1),
                         legal_action_mask=env.game.legal_action_mask(g))
   policy = jax.jit(jax.vmap(carchess_bots.greedy_policy(env.game), in_axes=(None, 0)))
-  picks = policy(state, jax.random.split(jax.random.key(0), 16))
+  picks = policy(state, jax.random.split(jax.random.PRNGKey(0), 16))
   assert set(np.asarray(picks).tolist()) == {46}
   values = carchess_bots.round_rewards(env.game, g, 4)
   assert float(values[1, 1]) == 4.0 and float(values[0, 0]) == 0.0
@@ -549,7 +549,7 @@ def test_policies_pick_legal_actions(env):
 
       return jax.lax.scan(body, s, jax.random.split(key, 20))[1]
 
-    assert np.all(np.asarray(run(jax.random.key(0))))
+    assert np.all(np.asarray(run(jax.random.PRNGKey(0))))
   with pytest.raises(ValueError, match="valid: random, .*greedy"):
     envs.bots.make_bot("smart", env)
 

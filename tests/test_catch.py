@@ -17,7 +17,7 @@ def _play_ours(env, ball_cols, actions):
 
   @jax.jit
   def run(ball_cols, actions):
-    s = jax.vmap(env.init)(jax.random.split(jax.random.key(0), ball_cols.shape[0]))
+    s = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), ball_cols.shape[0]))
     s = jax.vmap(env.step)(s, ball_cols)  # the chance node: the ball's column
 
     def body(s, a):
@@ -83,7 +83,7 @@ def test_matches_gymnax(rows, columns):
 
     def body(state, a):
       o, state, r, done, _ = jax.vmap(genv.step_env, in_axes=(None, 0, 0, None))(
-          jax.random.key(0), state, a, params)
+          jax.random.PRNGKey(0), state, a, params)
       return state, (o, r, done)
 
     _, (o, r, d) = jax.lax.scan(body, state, actions.T)
@@ -98,7 +98,7 @@ def test_matches_gymnax(rows, columns):
 
 
 def _start(env, column):
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   assert int(s.current_player) == envs.CHANCE
   np.testing.assert_allclose(s.chance_probs, np.full(env.num_chance_outcomes,
                                                      1 / env.num_chance_outcomes))
@@ -134,7 +134,7 @@ def test_catch_rules_by_hand():
 
 def test_check_action_messages():
   env = envs.make("catch")
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   with pytest.raises(ValueError, match="chance outcome 5 is impossible.*0, 1, 2, 3, 4"):
     env.check_action(s, 5)
   s = env.step(s, 2)

@@ -13,29 +13,29 @@ def env(request):
 
 
 def test_shapes_jit_vmap(env):
-  testing.check_shapes(env, jax.random.key(0))
+  testing.check_shapes(env, jax.random.PRNGKey(0))
 
 
 def test_random_playouts(env):
   for seed in range(2):
-    testing.check_playouts(env, jax.random.key(seed))
+    testing.check_playouts(env, jax.random.PRNGKey(seed))
 
 
 def test_same_key_same_trajectory(env):
-  testing.check_determinism(env, jax.random.key(3))
+  testing.check_determinism(env, jax.random.PRNGKey(3))
 
 
 def test_keyed_step_samples_chance(env):
-  testing.check_keyed_step(env, jax.random.key(4))
+  testing.check_keyed_step(env, jax.random.PRNGKey(4))
 
 
 def test_illegal_action(env):
-  testing.check_absorbing_and_illegal(env, jax.random.key(5))
+  testing.check_absorbing_and_illegal(env, jax.random.PRNGKey(5))
 
 
 def test_render(env):
-  assert isinstance(env.render(env.init(jax.random.key(0))), str)
-  assert env.render(env.reset(jax.random.key(0)))
+  assert isinstance(env.render(env.init(jax.random.PRNGKey(0))), str)
+  assert env.render(env.reset(jax.random.PRNGKey(0)))
 
 
 def test_properties(env):

@@ -146,7 +146,7 @@ def test_win_by_capturing_the_last_enemy_piece(side):
 
 def test_standard_layout_and_first_turn():
   env = envs.make("einstein", placement="standard")
-  s = jax.jit(env.init)(jax.random.key(0))
+  s = jax.jit(env.init)(jax.random.PRNGKey(0))
   assert squares(s.game, 0) == {1: (0, 0), 2: (0, 1), 3: (0, 2), 4: (1, 0), 5: (1, 1), 6: (2, 0)}
   assert squares(s.game, 1) == {1: (4, 4), 2: (4, 3), 3: (4, 2), 4: (3, 4), 5: (3, 3), 6: (2, 4)}
   # Player 1 moves first, after a fair die.
@@ -162,7 +162,7 @@ def test_standard_layout_and_first_turn():
 
 
 def test_random_layouts_are_permutations_on_the_start_squares():
-  states = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.key(1), 64))
+  states = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.PRNGKey(1), 64))
   start = {0: {(r, c) for r in range(5) for c in range(5) if r + c <= 2},
            1: {(r, c) for r in range(5) for c in range(5) if r + c >= 6}}
   layouts = set()
@@ -178,13 +178,13 @@ def test_random_layouts_are_permutations_on_the_start_squares():
 def test_chance_placement_nodes():
   env = envs.make("einstein", placement="chance")
   assert env.num_chance_outcomes == 720
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   step = jax.jit(env.step)
   for outcome in (0, 719):
     assert int(s.current_player) == CHANCE
     np.testing.assert_allclose(s.chance_probs, np.full(720, 1 / 720), rtol=1e-6)
     s = step(s, jnp.int32(outcome))
-  std = envs.make("einstein", placement="standard").init(jax.random.key(0))
+  std = envs.make("einstein", placement="standard").init(jax.random.PRNGKey(0))
   np.testing.assert_array_equal(s.game.pos, std.game.pos)
   # Then only the die: outcomes 0..5.
   assert int(s.current_player) == CHANCE
@@ -245,17 +245,17 @@ def test_bad_params_and_positions():
 
 def test_random_policy_plays_legal_moves_and_chance():
   policy = jax.jit(envs.random_policy)
-  s = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.key(0), 8))
-  a = jax.jit(envs.chance_outcome)(s, jax.random.key(1))
+  s = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.PRNGKey(0), 8))
+  a = jax.jit(envs.chance_outcome)(s, jax.random.PRNGKey(1))
   assert np.all((0 <= a) & (a < 6))  # die outcomes at the first chance node
   s = jax.jit(jax.vmap(ENV.step))(s, a)
-  a = policy(s, jax.random.key(2))
+  a = policy(s, jax.random.PRNGKey(2))
   assert np.all(np.asarray(s.legal_action_mask)[np.arange(8), np.asarray(a)])
 
 
 def test_expectiminimax_takes_a_win():
   g = position(black={4: (3, 3), 5: (0, 0)}, white={1: (0, 4), 2: (4, 0)}, to_move=0, die=4)
-  a = emm_policy(2)(batch_of_one(g), jax.random.key(0))
+  a = emm_policy(2)(batch_of_one(g), jax.random.PRNGKey(0))
   assert GAME.action_to_string(g, int(a[0])).startswith("b4-diag")
 
 
@@ -273,5 +273,5 @@ def test_expectiminimax_averages_the_die():
   np.testing.assert_allclose(got["b2-diag"], -5 / 6, rtol=1e-6)
   np.testing.assert_allclose(got["b2-right"], -5 / 6, rtol=1e-6)
   np.testing.assert_allclose(got["b2-down"], 0.0, atol=1e-7)
-  a = emm_policy(2)(batch_of_one(g), jax.random.key(0))
+  a = emm_policy(2)(batch_of_one(g), jax.random.PRNGKey(0))
   assert GAME.action_to_string(g, int(a[0])).startswith("b2-down")

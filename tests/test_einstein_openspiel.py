@@ -116,7 +116,7 @@ def record_games(num_games: int, key: jax.Array) -> dict:
 
 @pytest.fixture(scope="module")
 def trajectories():
-  return record_games(NUM_GAMES, jax.random.key(2024))
+  return record_games(NUM_GAMES, jax.random.PRNGKey(2024))
 
 
 def replay_in_openspiel(t: dict) -> None:
@@ -176,7 +176,7 @@ def test_same_game_tree_as_openspiel(trajectories):
 @pytest.mark.slow
 def test_same_game_tree_as_openspiel_many_games():
   for seed in range(5):
-    replay_in_openspiel(record_games(4000, jax.random.key(100 + seed)))
+    replay_in_openspiel(record_games(4000, jax.random.PRNGKey(100 + seed)))
 
 
 def test_openspiel_action_bijection_on_legal_moves(trajectories):

@@ -43,7 +43,7 @@ def test_defaults_and_sizes(env):
 
 
 def test_start_position(env):
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   assert int(s.current_player) == envs.CHANCE
   assert board_of(s) == ([1, 2], [1, 2], [1, 1])
   g = envs.make("nannon", points=12, checkers=5, start="1,2,4").game
@@ -55,7 +55,7 @@ def test_start_position(env):
 @pytest.mark.parametrize("d", [6, 3])
 def test_opening_roll_distribution(d):
   env = envs.make("nannon", die_sides=d)
-  s = env.init(jax.random.key(0))
+  s = env.init(jax.random.PRNGKey(0))
   probs = np.asarray(s.chance_probs, np.float64)
   assert probs.shape == (3 * d - 2,)
   assert not probs[:d].any()  # die-roll outcomes are impossible here
@@ -175,7 +175,7 @@ def test_observation_is_from_the_movers_view(env):
   assert obs[-2] == 1.0 and obs[-1] == 0.0
   other = np.asarray(env.observe(a, 1))
   assert other[-2] == 0.0
-  assert np.asarray(env.init(jax.random.key(0)).observation)[-1] == 1.0
+  assert np.asarray(env.init(jax.random.PRNGKey(0)).observation)[-1] == 1.0
 
 
 def test_legal_moves_match_brute_force():
