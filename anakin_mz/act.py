@@ -19,9 +19,16 @@ from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
 from anakin_mz.types import Params
 
 
-def search_policy(params: Params, state: envs.State, key: chex.PRNGKey, *,
-                  network: Network, env: envs.Env, config: SearchConfig,
-                  temperature: chex.Numeric) -> SearchOutput:
+def search_policy(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  network: Network,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
   """Runs the NDMZ search from the batched decision states `state` `[B]`.
 
   Lanes that are not at a decision node get an all-legal mask so the search
@@ -30,9 +37,17 @@ def search_policy(params: Params, state: envs.State, key: chex.PRNGKey, *,
   root = network.root(params, state.observation)
   decision = state.current_player >= 0
   mask = jnp.where(decision[:, None], state.legal_action_mask, True)
-  return ndmz_search(params, key, root, network.recurrent, mask,
-                     num_players=env.num_players, payoff=env.payoff,
-                     config=config, temperature=temperature)
+  return ndmz_search(
+    params,
+    key,
+    root,
+    network.recurrent,
+    mask,
+    num_players=env.num_players,
+    payoff=env.payoff,
+    config=config,
+    temperature=temperature,
+  )
 
 
 def eval_search_config(config: SearchConfig) -> SearchConfig:
@@ -40,14 +55,17 @@ def eval_search_config(config: SearchConfig) -> SearchConfig:
   return dataclasses.replace(config, dirichlet_fraction=0.0)
 
 
-def search_agent_policy(network: Network, params: Params, env: envs.Env,
-                        config: SearchConfig) -> envs.Policy:
+def search_agent_policy(
+  network: Network, params: Params, env: envs.Env, config: SearchConfig
+) -> envs.Policy:
   """The greedy search agent (no root noise, temperature 0)."""
   config = eval_search_config(config)
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
-    return search_policy(params, state, key, network=network, env=env,
-                         config=config, temperature=0.0).action
+    return search_policy(
+      params, state, key, network=network, env=env, config=config, temperature=0.0
+    ).action
+
   return policy
 
 
@@ -57,6 +75,8 @@ def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
     del key
     logits = network.root(params, state.observation).policy_logits
-    return jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf),
-                      axis=-1).astype(jnp.int32)
+    return jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), axis=-1).astype(
+      jnp.int32
+    )
+
   return policy

@@ -16,6 +16,7 @@ from anakin_mz.types import Params
 @dataclasses.dataclass(frozen=True)
 class Agent:
   """A restored agent: its config, learner (env + network) and params."""
+
   config: config_lib.Config
   learner: Learner
   params: Params
@@ -32,8 +33,9 @@ class Agent:
     return self.learner.network
 
 
-def load_agent(directory: str, step: Optional[int] = None,
-               expect_env: Optional[str] = None) -> Agent:
+def load_agent(
+  directory: str, step: Optional[int] = None, expect_env: Optional[str] = None
+) -> Agent:
   """Restores the params and config saved at `step` (default: latest).
 
   Raises:
@@ -46,18 +48,26 @@ def load_agent(directory: str, step: Optional[int] = None,
     config = config_lib.from_dict(meta["config"])  # type: ignore[arg-type]
   except ValueError as e:
     raise ckpt.CheckpointError(
-        f"checkpoint {directory!r} holds a config this code rejects: {e}") from None
+      f"checkpoint {directory!r} holds a config this code rejects: {e}"
+    ) from None
   if expect_env is not None and config.env != expect_env:
-    raise ckpt.CheckpointError(f"checkpoint {directory!r} is for env {config.env!r}, "
-                               f"not {expect_env!r}")
+    raise ckpt.CheckpointError(
+      f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
+    )
   learner = Learner(config)
-  ckpt.check_compatible(meta, directory, env_id=learner.env.id,
-                        env_version=learner.env.version)
+  ckpt.check_compatible(meta, directory, env_id=learner.env.id, env_version=learner.env.version)
   single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
   devices = int(meta.get("num_devices", 1))  # type: ignore[arg-type]
   template = jax.tree.map(
-      lambda x: jax.ShapeDtypeStruct((devices,) + tuple(x.shape), x.dtype), single)
+    lambda x: jax.ShapeDtypeStruct((devices,) + tuple(x.shape), x.dtype), single
+  )
   state, meta = ckpt.restore(directory, template, step)
   params = jax.tree.map(lambda x: x[0], state.params)
-  return Agent(config=config, learner=learner, params=params,
-               step=int(meta["step"]), meta=meta, directory=directory)
+  return Agent(
+    config=config,
+    learner=learner,
+    params=params,
+    step=int(meta["step"]),
+    meta=meta,
+    directory=directory,
+  )

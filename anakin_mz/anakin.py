@@ -43,6 +43,7 @@ class TrainState:
     update_step: int32 `[]` gradient updates done.
     env_steps: int32 `[]` transitions generated on this device.
   """
+
   params: chex.ArrayTree
   opt_state: chex.ArrayTree
   buffer: chex.ArrayTree
@@ -61,8 +62,8 @@ class Learner:
     self.network = Network(self.env, config.network)
     tc = config.train
     self.optimizer = optax.chain(
-        optax.clip_by_global_norm(tc.max_grad_norm),
-        optax.adam(tc.learning_rate_schedule()))
+      optax.clip_by_global_norm(tc.max_grad_norm), optax.adam(tc.learning_rate_schedule())
+    )
     self.transitions_per_chunk = tc.rollout_length * tc.num_envs
     self.updates_per_chunk = tc.updates_per_chunk(self.transitions_per_chunk)
 
@@ -77,8 +78,14 @@ class Learner:
     example = replay_lib.example_transition(self.env)
     buffer = replay_lib.init_buffer(example, tc.replay_capacity, tc.num_envs)
     return TrainState(
-        params=params, opt_state=self.optimizer.init(params), buffer=buffer,
-        actor=actor, key=k_run, update_step=jnp.int32(0), env_steps=jnp.int32(0))
+      params=params,
+      opt_state=self.optimizer.init(params),
+      buffer=buffer,
+      actor=actor,
+      key=k_run,
+      update_step=jnp.int32(0),
+      env_steps=jnp.int32(0),
+    )
 
   def init_replicated(self, seed: int) -> TrainState:
     """A TrainState with a leading device axis: same params everywhere,
@@ -90,8 +97,8 @@ class Learner:
     def per_device(k):
       k_actor, k_run = jax.random.split(k)
       return base.replace(
-          actor=init_actors(self.env, k_actor, self.config.train.num_envs),
-          key=k_run)
+        actor=init_actors(self.env, k_actor, self.config.train.num_envs), key=k_run
+      )
 
     states = [per_device(k) for k in keys]
     # pmap shards the leading axis over the devices on the first call.
@@ -114,8 +121,13 @@ class Learner:
     params, opt_state = carry
     tc = self.config.train
     batch = replay_lib.sample_prepared(
-        prepared, key, tc.batch_size, K=tc.unroll_steps,
-        num_players=self.env.num_players, num_actions=self.env.num_actions)
+      prepared,
+      key,
+      tc.batch_size,
+      K=tc.unroll_steps,
+      num_players=self.env.num_players,
+      num_actions=self.env.num_actions,
+    )
     (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
     if axis_name is not None:
       grads = jax.lax.pmean(grads, axis_name)
@@ -127,8 +139,9 @@ class Learner:
     return (params, opt_state), metrics
 
   @staticmethod
-  def _finite_check(metrics: Dict[str, chex.Array], params
-                    ) -> Tuple[Dict[str, chex.Array], chex.Array]:
+  def _finite_check(
+    metrics: Dict[str, chex.Array], params
+  ) -> Tuple[Dict[str, chex.Array], chex.Array]:
     """The NaN/inf guard, on device and cheap. `metrics` hold the `[U]`
     values of one chunk's U updates (loss terms, `loss`, `grad_norm`).
 
@@ -136,11 +149,12 @@ class Learner:
     (some value was non-finite), and int32 `[]`, the index of the first
     update with a non-finite metric (-1 if none).
     """
-    bad = {name: ~jnp.isfinite(v) for name, v in metrics.items()}       # [U] each
+    bad = {name: ~jnp.isfinite(v) for name, v in metrics.items()}  # [U] each
     flags = {name: jnp.any(b) for name, b in bad.items()}
-    flags["params"] = ~jnp.all(jnp.stack(
-        [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
-    per_update = jnp.any(jnp.stack(list(bad.values())), axis=0)         # [U]
+    flags["params"] = ~jnp.all(
+      jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])
+    )
+    per_update = jnp.any(jnp.stack(list(bad.values())), axis=0)  # [U]
     first = jnp.where(jnp.any(per_update), jnp.argmax(per_update), -1)
     return flags, first.astype(jnp.int32)
 
@@ -163,20 +177,30 @@ class Learner:
     tc = self.config.train
     key, k_roll, k_upd = jax.random.split(state.key, 3)
     actor, records, stats = rollout(
-        state.params, state.actor, k_roll, env=self.env, network=self.network,
-        config=self.config.search, num_steps=tc.rollout_length,
-        temperature=self.temperature(state.update_step))
+      state.params,
+      state.actor,
+      k_roll,
+      env=self.env,
+      network=self.network,
+      config=self.config.search,
+      num_steps=tc.rollout_length,
+      temperature=self.temperature(state.update_step),
+    )
     buffer = replay_lib.add(state.buffer, records)
     # The buffer is fixed during the updates: derive its targets once.
     prepared = replay_lib.prepare(
-        buffer, K=tc.unroll_steps, num_players=self.env.num_players,
-        payoff=self.env.payoff, td_steps=tc.td_steps, discount=self.config.discount)
+      buffer,
+      K=tc.unroll_steps,
+      num_players=self.env.num_players,
+      payoff=self.env.payoff,
+      td_steps=tc.td_steps,
+      discount=self.config.discount,
+    )
     ready = (buffer.count >= tc.min_replay) & jnp.any(prepared.start_ok)
-    update = functools.partial(self._update, prepared=prepared,
-                               axis_name=axis_name)
+    update = functools.partial(self._update, prepared=prepared, axis_name=axis_name)
     (params, opt_state), metrics = jax.lax.scan(
-        update, (state.params, state.opt_state),
-        jax.random.split(k_upd, self.updates_per_chunk))
+      update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)
+    )
     nonfinite, first_bad = self._finite_check(metrics, params)
     metrics = jax.tree.map(jnp.mean, metrics)
     # A chunk with any non-finite value is not applied: params and optimizer
@@ -189,16 +213,25 @@ class Learner:
     if axis_name is not None:
       stats = jax.lax.psum(stats, axis_name)
     metrics.update(
-        episodes=stats.episodes, return_sum=stats.return_sum,
-        length_sum=stats.length_sum, decision_steps=stats.decision_steps,
-        transitions=stats.transitions, updates_applied=done_updates,
-        temperature=self.temperature(state.update_step),
-        nonfinite={k: v & ready for k, v in nonfinite.items()},
-        nonfinite_update=jnp.where(ready, first_bad, -1))
+      episodes=stats.episodes,
+      return_sum=stats.return_sum,
+      length_sum=stats.length_sum,
+      decision_steps=stats.decision_steps,
+      transitions=stats.transitions,
+      updates_applied=done_updates,
+      temperature=self.temperature(state.update_step),
+      nonfinite={k: v & ready for k, v in nonfinite.items()},
+      nonfinite_update=jnp.where(ready, first_bad, -1),
+    )
     new_state = TrainState(
-        params=params, opt_state=opt_state, buffer=buffer, actor=actor, key=key,
-        update_step=state.update_step + done_updates,
-        env_steps=state.env_steps + self.transitions_per_chunk)
+      params=params,
+      opt_state=opt_state,
+      buffer=buffer,
+      actor=actor,
+      key=key,
+      update_step=state.update_step + done_updates,
+      env_steps=state.env_steps + self.transitions_per_chunk,
+    )
     return new_state, metrics
 
   @functools.cached_property

@@ -31,19 +31,23 @@ class CheckpointError(ValueError):
   """A checkpoint is missing, unreadable, or does not fit the request."""
 
 
-def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3
-             ) -> ocp.CheckpointManager:
+def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3) -> ocp.CheckpointManager:
   directory = os.path.abspath(directory)
   options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=create)
-  return ocp.CheckpointManager(directory, options=options,
-                               item_names=("state", "meta"))
+  return ocp.CheckpointManager(directory, options=options, item_names=("state", "meta"))
 
 
-def make_metadata(config_dict: Dict[str, object], env_id: str, env_version: int,
-                  step: int) -> Dict[str, object]:
+def make_metadata(
+  config_dict: Dict[str, object], env_id: str, env_version: int, step: int
+) -> Dict[str, object]:
   """The JSON metadata saved beside the state."""
-  return {"config": config_dict, "env_id": env_id, "env_version": env_version,
-          "step": int(step), "anakin_mz_version": anakin_mz.__version__}
+  return {
+    "config": config_dict,
+    "env_id": env_id,
+    "env_version": env_version,
+    "step": int(step),
+    "anakin_mz_version": anakin_mz.__version__,
+  }
 
 
 def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
@@ -51,14 +55,18 @@ def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
   until written. Refuses a state with non-finite values."""
   bad = nonfinite_leaves(state)
   if bad:
-    raise CheckpointError(f"refusing to save step {step} to {directory!r}: "
-                          f"non-finite values in {', '.join(bad[:3])}")
+    raise CheckpointError(
+      f"refusing to save step {step} to {directory!r}: non-finite values in {', '.join(bad[:3])}"
+    )
   try:
     mngr = _manager(directory, create=True)
   except OSError as e:
     raise CheckpointError(f"cannot write checkpoints to {directory!r}: {e}") from None
-  mngr.save(step, args=ocp.args.Composite(
-      state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)), force=True)
+  mngr.save(
+    step,
+    args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)),
+    force=True,
+  )
   mngr.wait_until_finished()
   mngr.close()
 
@@ -81,8 +89,9 @@ def _resolve(directory: str, step: Optional[int]) -> int:
   if step is None:
     return available[-1]
   if step not in available:
-    raise CheckpointError(f"step {step} is not in {directory!r}; saved steps: "
-                          f"{', '.join(map(str, available))}")
+    raise CheckpointError(
+      f"step {step} is not in {directory!r}; saved steps: {', '.join(map(str, available))}"
+    )
   return step
 
 
@@ -93,32 +102,37 @@ def load_metadata(directory: str, step: Optional[int] = None) -> Dict[str, objec
   try:
     out = mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
   except Exception as e:  # orbax raises many types for unreadable data
-    raise CheckpointError(f"checkpoint {directory!r} step {step} has unreadable "
-                          f"metadata: {type(e).__name__}: {e}") from None
+    raise CheckpointError(
+      f"checkpoint {directory!r} step {step} has unreadable metadata: {type(e).__name__}: {e}"
+    ) from None
   finally:
     mngr.close()
   meta = dict(out["meta"])
   for key in ("config", "env_id", "env_version", "step"):
     if key not in meta:
-      raise CheckpointError(f"checkpoint {directory!r} step {step}: metadata "
-                            f"lacks {key!r}; not an anakin-mz checkpoint?")
+      raise CheckpointError(
+        f"checkpoint {directory!r} step {step}: metadata "
+        f"lacks {key!r}; not an anakin-mz checkpoint?"
+      )
   return meta
 
 
-def check_compatible(meta: Dict[str, object], directory: str, *, env_id: str,
-                     env_version: int) -> None:
+def check_compatible(
+  meta: Dict[str, object], directory: str, *, env_id: str, env_version: int
+) -> None:
   """Raises CheckpointError if the checkpoint is for another env/version."""
   if meta["env_id"] != env_id:
-    raise CheckpointError(f"checkpoint {directory!r} is for env {meta['env_id']!r}, "
-                          f"not {env_id!r}")
+    raise CheckpointError(f"checkpoint {directory!r} is for env {meta['env_id']!r}, not {env_id!r}")
   if meta["env_version"] != env_version:
     raise CheckpointError(
-        f"checkpoint {directory!r} is for {env_id} version {meta['env_version']}; "
-        f"this code has version {env_version}")
+      f"checkpoint {directory!r} is for {env_id} version {meta['env_version']}; "
+      f"this code has version {env_version}"
+    )
 
 
-def restore(directory: str, template, step: Optional[int] = None
-            ) -> Tuple[object, Dict[str, object]]:
+def restore(
+  directory: str, template, step: Optional[int] = None
+) -> Tuple[object, Dict[str, object]]:
   """Restores the state saved at `step` (default: latest) into the structure
   and shapes of `template`. Returns (state, metadata).
 
@@ -132,27 +146,29 @@ def restore(directory: str, template, step: Optional[int] = None
   abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
   mngr = _manager(directory, create=False)
   try:
-    out = mngr.restore(step, args=ocp.args.Composite(
-        state=ocp.args.StandardRestore(abstract)))
+    out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
   except Exception as e:
     raise CheckpointError(
-        f"checkpoint {directory!r} step {step} does not fit this network/config "
-        f"or is corrupt: {type(e).__name__}: {str(e)[:500]}") from None
+      f"checkpoint {directory!r} step {step} does not fit this network/config "
+      f"or is corrupt: {type(e).__name__}: {str(e)[:500]}"
+    ) from None
   finally:
     mngr.close()
   state = out["state"]
   for got, want in zip(jax.tree.leaves(state), jax.tree.leaves(template)):
     if got.shape != want.shape or got.dtype != want.dtype:
       raise CheckpointError(
-          f"checkpoint {directory!r} step {step} has an array of shape "
-          f"{got.shape} {got.dtype} where this config expects {want.shape} "
-          f"{want.dtype}: another network or config")
+        f"checkpoint {directory!r} step {step} has an array of shape "
+        f"{got.shape} {got.dtype} where this config expects {want.shape} "
+        f"{want.dtype}: another network or config"
+      )
   bad = nonfinite_leaves(state)
   if bad:
     raise CheckpointError(
-        f"checkpoint {directory!r} step {step} holds non-finite values (NaN or "
-        f"inf) in {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}: a diverged "
-        "run; use an earlier step")
+      f"checkpoint {directory!r} step {step} holds non-finite values (NaN or "
+      f"inf) in {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}: a diverged "
+      "run; use an earlier step"
+    )
   return state, meta
 
 

@@ -45,49 +45,60 @@ LR_SCHEDULES = ("constant", "cosine")
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
   """The Anakin loop: self-play, replay and optimisation settings."""
-  num_envs: int = 64             # B: self-play games in parallel per device
-  rollout_length: int = 16       # T: env transitions per lane per self-play chunk
-  replay_capacity: int = 512     # L: time steps kept per lane in the ring buffer
-  min_replay: int = 32           # time steps per lane before updates start
-  batch_size: int = 256          # samples per gradient update, per device
-  replay_ratio: float = 1.0      # samples trained per transition generated
-  unroll_steps: int = 6          # K
-  td_steps: int = 0              # 0: game outcome; n > 0: n-step bootstrap
+
+  num_envs: int = 64  # B: self-play games in parallel per device
+  rollout_length: int = 16  # T: env transitions per lane per self-play chunk
+  replay_capacity: int = 512  # L: time steps kept per lane in the ring buffer
+  min_replay: int = 32  # time steps per lane before updates start
+  batch_size: int = 256  # samples per gradient update, per device
+  replay_ratio: float = 1.0  # samples trained per transition generated
+  unroll_steps: int = 6  # K
+  td_steps: int = 0  # 0: game outcome; n > 0: n-step bootstrap
   learning_rate: float = 1e-3
   lr_schedule: str = "constant"  # "constant", or "cosine" decay over total_updates
   learning_rate_end: float = 1e-4  # the cosine schedule's final learning rate
-  max_grad_norm: float = 5.0     # Adam with global-norm clipping
-  temperature_start: float = 1.0   # self-play action temperature, decayed
-  temperature_end: float = 0.25    # linearly to this over the decay
+  max_grad_norm: float = 5.0  # Adam with global-norm clipping
+  temperature_start: float = 1.0  # self-play action temperature, decayed
+  temperature_end: float = 0.25  # linearly to this over the decay
   temperature_decay_updates: int = 0  # updates the decay takes (0: total_updates)
-  total_updates: int = 10_000    # budget in gradient updates (per device)
-  eval_every: int = 500          # updates between evaluations (0: never)
-  eval_games: int = 256          # games per evaluation
+  total_updates: int = 10_000  # budget in gradient updates (per device)
+  eval_every: int = 500  # updates between evaluations (0: never)
+  eval_games: int = 256  # games per evaluation
   checkpoint_every: int = 1_000  # updates between checkpoints (0: end only)
-  log_every: int = 50            # updates between TensorBoard scalars
+  log_every: int = 50  # updates between TensorBoard scalars
 
   def __post_init__(self):
-    positive = ("num_envs", "rollout_length", "replay_capacity", "batch_size",
-                "unroll_steps", "total_updates", "eval_games", "log_every")
+    positive = (
+      "num_envs",
+      "rollout_length",
+      "replay_capacity",
+      "batch_size",
+      "unroll_steps",
+      "total_updates",
+      "eval_games",
+      "log_every",
+    )
     for name in positive:
       if getattr(self, name) < 1:
         raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
     if self.replay_ratio <= 0:
       raise ValueError(f"train.replay_ratio must be > 0, got {self.replay_ratio}")
     if self.lr_schedule not in LR_SCHEDULES:
-      raise ValueError(f"train.lr_schedule must be one of {LR_SCHEDULES}, got "
-                       f"{self.lr_schedule!r}")
+      raise ValueError(f"train.lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
     if not (self.learning_rate > 0 and self.learning_rate_end >= 0):
-      raise ValueError("train.learning_rate must be > 0 and train.learning_rate_end "
-                       f">= 0, got {self.learning_rate} and {self.learning_rate_end}")
+      raise ValueError(
+        "train.learning_rate must be > 0 and train.learning_rate_end "
+        f">= 0, got {self.learning_rate} and {self.learning_rate_end}"
+      )
     if self.td_steps < 0:
       raise ValueError(f"train.td_steps must be >= 0, got {self.td_steps}")
     if self.replay_capacity < self.unroll_steps + self.rollout_length + 1:
-      raise ValueError("train.replay_capacity must exceed rollout_length + "
-                       f"unroll_steps; got {self.replay_capacity}")
+      raise ValueError(
+        "train.replay_capacity must exceed rollout_length + "
+        f"unroll_steps; got {self.replay_capacity}"
+      )
     if not 0 <= self.min_replay <= self.replay_capacity:
-      raise ValueError(f"train.min_replay must be in [0, replay_capacity], "
-                       f"got {self.min_replay}")
+      raise ValueError(f"train.min_replay must be in [0, replay_capacity], got {self.min_replay}")
     for name in ("eval_every", "checkpoint_every", "temperature_decay_updates"):
       if getattr(self, name) < 0:
         raise ValueError(f"train.{name} must be >= 0")
@@ -97,9 +108,10 @@ class TrainConfig:
     if self.lr_schedule == "constant":
       return self.learning_rate
     import optax
+
     return optax.cosine_decay_schedule(
-        self.learning_rate, self.total_updates,
-        alpha=self.learning_rate_end / self.learning_rate)
+      self.learning_rate, self.total_updates, alpha=self.learning_rate_end / self.learning_rate
+    )
 
   def updates_per_chunk(self, transitions_per_chunk: int) -> int:
     """Gradient updates after each self-play chunk, from `replay_ratio`."""
@@ -112,13 +124,18 @@ def _section_classes():
   from anakin_mz.networks import NetworkConfig
   from anakin_mz.search import SearchConfig
 
-  return {"network": NetworkConfig, "search": SearchConfig,
-          "loss": LossConfig, "train": TrainConfig}
+  return {
+    "network": NetworkConfig,
+    "search": SearchConfig,
+    "loss": LossConfig,
+    "train": TrainConfig,
+  }
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
   """A whole experiment. Build with `load` or `from_dict`."""
+
   env: str
   env_params: Tuple[Tuple[str, ParamValue], ...]
   network: NetworkConfig
@@ -133,8 +150,9 @@ class Config:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:
       raise ValueError(
-          f"search.discount ({self.search.discount}) differs from discount "
-          f"({self.discount}): build the search section with the config's discount")
+        f"search.discount ({self.search.discount}) differs from discount "
+        f"({self.discount}): build the search section with the config's discount"
+      )
 
   def make_env(self) -> envs.Env:
     """The configured game."""
@@ -142,13 +160,15 @@ class Config:
 
   def to_dict(self) -> Dict[str, object]:
     """A plain, YAML/JSON-serialisable dict that `from_dict` reads back."""
-    out = {"env": {"name": self.env, "params": dict(self.env_params)},
-           "seed": self.seed, "discount": self.discount}
+    out = {
+      "env": {"name": self.env, "params": dict(self.env_params)},
+      "seed": self.seed,
+      "discount": self.discount,
+    }
     for name in ("network", "search", "loss", "train"):
       section = dataclasses.asdict(getattr(self, name))
       section.pop("discount", None)  # a top-level setting
-      out[name] = {k: list(v) if isinstance(v, tuple) else v
-                   for k, v in section.items()}
+      out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in section.items()}
     return out
 
 
@@ -196,8 +216,10 @@ def _coerce(value: object, default: object, where: str) -> object:
     return value
   else:
     return value
-  raise ValueError(f"{where} must be of type {type(default).__name__} "
-                   f"(like its default {default!r}), got {value!r}")
+  raise ValueError(
+    f"{where} must be of type {type(default).__name__} "
+    f"(like its default {default!r}), got {value!r}"
+  )
 
 
 def _build_section(cls, values: Mapping[str, object], section: str):
@@ -206,8 +228,10 @@ def _build_section(cls, values: Mapping[str, object], section: str):
   fields = {f.name: f for f in dataclasses.fields(cls)}
   unknown = sorted(set(values) - set(fields))
   if unknown:
-    raise ValueError(f"unknown key(s) {', '.join(section + '.' + k for k in unknown)}; "
-                     f"valid keys in {section!r}: {', '.join(sorted(fields))}")
+    raise ValueError(
+      f"unknown key(s) {', '.join(section + '.' + k for k in unknown)}; "
+      f"valid keys in {section!r}: {', '.join(sorted(fields))}"
+    )
   kwargs = {}
   for name, value in values.items():
     f = fields[name]
@@ -241,8 +265,10 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
   env_section = raw.get("env")
   if not isinstance(env_section, Mapping) or "name" not in env_section:
-    raise ValueError("config needs `env: {name: ..., params: {...}}`; "
-                     f"registered envs: {', '.join(envs.registered())}")
+    raise ValueError(
+      "config needs `env: {name: ..., params: {...}}`; "
+      f"registered envs: {', '.join(envs.registered())}"
+    )
   extra = sorted(set(env_section) - {"name", "params"})
   if extra:
     raise ValueError(f"unknown key(s) in env section: {extra}; valid: name, params")
@@ -255,16 +281,19 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   discount = _coerce(raw.get("discount", 1.0), 1.0, "discount")
   for k in ("search", "train"):
     if isinstance(raw.get(k), Mapping) and "discount" in raw[k]:
-      raise ValueError(f"{k}.discount is not a key: the discount is one top-level "
-                       f"setting (`discount: {raw[k]['discount']}`), used by the "
-                       "search and the value targets alike")
+      raise ValueError(
+        f"{k}.discount is not a key: the discount is one top-level "
+        f"setting (`discount: {raw[k]['discount']}`), used by the "
+        "search and the value targets alike"
+      )
   built = {k: _build_section(cls, raw.get(k) or {}, k) for k, cls in sections.items()}
   try:
     built["search"] = dataclasses.replace(built["search"], discount=discount)
   except ValueError as e:
     raise ValueError(f"invalid discount: {e}") from None
-  return Config(env=name, env_params=tuple(sorted(params.items())), seed=seed,
-                discount=discount, **built)
+  return Config(
+    env=name, env_params=tuple(sorted(params.items())), seed=seed, discount=discount, **built
+  )
 
 
 def _legacy_discount(raw: Mapping[str, object]) -> Mapping[str, object]:
@@ -272,12 +301,19 @@ def _legacy_discount(raw: Mapping[str, object]) -> Mapping[str, object]:
   twice, `search.discount` and `train.discount`, which had to be equal:
   moves that value to the top level."""
   search, train = raw.get("search"), raw.get("train")
-  if not (isinstance(search, Mapping) and isinstance(train, Mapping)
-          and "discount" in search and "discount" in train and "discount" not in raw):
+  if not (
+    isinstance(search, Mapping)
+    and isinstance(train, Mapping)
+    and "discount" in search
+    and "discount" in train
+    and "discount" not in raw
+  ):
     return raw
   if search["discount"] != train["discount"]:
-    raise ValueError(f"search.discount ({search['discount']}) differs from "
-                     f"train.discount ({train['discount']}); the discount is one setting")
+    raise ValueError(
+      f"search.discount ({search['discount']}) differs from "
+      f"train.discount ({train['discount']}); the discount is one setting"
+    )
   out = dict(raw, discount=search["discount"])
   out["search"] = {k: v for k, v in search.items() if k != "discount"}
   out["train"] = {k: v for k, v in train.items() if k != "discount"}
@@ -314,8 +350,9 @@ def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, obj
   return out
 
 
-def load(path: Optional[str], overrides: Sequence[str] = (),
-         base: Optional[Mapping[str, object]] = None) -> Config:
+def load(
+  path: Optional[str], overrides: Sequence[str] = (), base: Optional[Mapping[str, object]] = None
+) -> Config:
   """Loads a YAML config file (or `base`), applies overrides, validates."""
   raw: Dict[str, object] = dict(base or {})
   if path is not None:

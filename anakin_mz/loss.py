@@ -44,6 +44,7 @@ class LossConfig:
     identity_weight: multipliers of each term (all 1 in the paper).
     l2: c, the L2 coefficient on the kernels.
   """
+
   value_weight: float = 1.0
   reward_weight: float = 1.0
   policy_weight: float = 1.0
@@ -57,8 +58,9 @@ class LossConfig:
         raise ValueError(f"loss {f.name} must be >= 0, got {getattr(self, f.name)}")
 
 
-def _scalar_or_categorical(pred: chex.Array, target: chex.Array,
-                           value_head: str, support_size: int) -> chex.Array:
+def _scalar_or_categorical(
+  pred: chex.Array, target: chex.Array, value_head: str, support_size: int
+) -> chex.Array:
   """pred `[..., V]`, target `[...]` -> per-entry loss `[...]`."""
   if value_head == "scalar":
     return jnp.square(pred[..., 0] - target)
@@ -66,9 +68,9 @@ def _scalar_or_categorical(pred: chex.Array, target: chex.Array,
   return optax.softmax_cross_entropy(pred, jax.lax.stop_gradient(probs))
 
 
-def loss_terms(outputs: UnrollOutput, batch: Batch, *,
-               value_head: str = "scalar",
-               support_size: int = 10) -> Dict[str, chex.Array]:
+def loss_terms(
+  outputs: UnrollOutput, batch: Batch, *, value_head: str = "scalar", support_size: int = 10
+) -> Dict[str, chex.Array]:
   """The five model terms of eq. (1), each summed over k and averaged over
   the batch (scalars), plus `identity_accuracy`.
 
@@ -85,47 +87,51 @@ def loss_terms(outputs: UnrollOutput, batch: Batch, *,
   chex.assert_shape(outputs.identity_logits, batch.target_identity.shape + (None,))
   chex.assert_shape([batch.target_reward, batch.target_identity], (n, k1 - 1))
   mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
-  value = _scalar_or_categorical(outputs.value_logits, batch.target_value,
-                                 value_head, support_size)
-  reward = _scalar_or_categorical(outputs.reward_logits, batch.target_reward,
-                                  value_head, support_size)
-  policy = optax.softmax_cross_entropy(outputs.policy_logits,
-                                       batch.target_policy)
-  chance = optax.softmax_cross_entropy(outputs.chance_logits,
-                                       batch.target_chance)
+  value = _scalar_or_categorical(outputs.value_logits, batch.target_value, value_head, support_size)
+  reward = _scalar_or_categorical(
+    outputs.reward_logits, batch.target_reward, value_head, support_size
+  )
+  policy = optax.softmax_cross_entropy(outputs.policy_logits, batch.target_policy)
+  chance = optax.softmax_cross_entropy(outputs.chance_logits, batch.target_chance)
   identity = optax.softmax_cross_entropy_with_integer_labels(
-      outputs.identity_logits, batch.target_identity)
+    outputs.identity_logits, batch.target_identity
+  )
   hits = jnp.argmax(outputs.identity_logits, -1) == batch.target_identity
   return {
-      "value": mean(value),
-      "reward": mean(reward),
-      "policy": mean(jnp.where(batch.policy_mask, policy, 0.0)),
-      "chance": mean(jnp.where(batch.chance_mask, chance, 0.0)),
-      "identity": mean(identity),
-      "identity_accuracy": jnp.mean(hits),
+    "value": mean(value),
+    "reward": mean(reward),
+    "policy": mean(jnp.where(batch.policy_mask, policy, 0.0)),
+    "chance": mean(jnp.where(batch.chance_mask, chance, 0.0)),
+    "identity": mean(identity),
+    "identity_accuracy": jnp.mean(hits),
   }
 
 
 def l2_norm_squared(params: Params) -> chex.Array:
   """Sum of squares of every "kernel" leaf of `params`."""
   leaves = jax.tree_util.tree_flatten_with_path(params)[0]
-  return sum((jnp.sum(jnp.square(x)) for path, x in leaves
-              if str(getattr(path[-1], "key", "")) == "kernel"),
-             jnp.float32(0.0))
+  return sum(
+    (jnp.sum(jnp.square(x)) for path, x in leaves if str(getattr(path[-1], "key", "")) == "kernel"),
+    jnp.float32(0.0),
+  )
 
 
-def ndmz_loss(params: Params, network: Network, batch: Batch,
-              config: LossConfig = LossConfig()
-              ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
+def ndmz_loss(
+  params: Params, network: Network, batch: Batch, config: LossConfig = LossConfig()
+) -> Tuple[chex.Array, Dict[str, chex.Array]]:
   """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms,
   `l2` (the weighted penalty), `identity_accuracy` and `total`."""
   outputs = network.unroll(params, batch.observation, batch.actions)
-  terms = loss_terms(outputs, batch, value_head=network.config.value_head,
-                     support_size=network.config.support_size)
+  terms = loss_terms(
+    outputs, batch, value_head=network.config.value_head, support_size=network.config.support_size
+  )
   l2 = config.l2 * l2_norm_squared(params)
-  loss = (config.value_weight * terms["value"]
-          + config.reward_weight * terms["reward"]
-          + config.policy_weight * terms["policy"]
-          + config.chance_weight * terms["chance"]
-          + config.identity_weight * terms["identity"] + l2)
+  loss = (
+    config.value_weight * terms["value"]
+    + config.reward_weight * terms["reward"]
+    + config.policy_weight * terms["policy"]
+    + config.chance_weight * terms["chance"]
+    + config.identity_weight * terms["identity"]
+    + l2
+  )
   return loss, dict(terms, l2=l2, total=loss)

@@ -62,6 +62,7 @@ class NetworkConfig:
     dynamics_grad_scale: gradient factor entering each dynamics step in
       `unroll` (MuZero: 0.5).
   """
+
   kind: str = "mlp"
   hidden: Tuple[int, ...] = (256, 256)
   latent_dim: int = 256
@@ -80,8 +81,7 @@ class NetworkConfig:
     if self.kind not in KINDS:
       raise ValueError(f"network kind must be one of {KINDS}, got {self.kind!r}")
     if self.value_head not in VALUE_HEADS:
-      raise ValueError(f"value_head must be one of {VALUE_HEADS}, "
-                       f"got {self.value_head!r}")
+      raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {self.value_head!r}")
     for name in ("latent_dim", "channels", "head_hidden", "support_size"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -91,8 +91,7 @@ class NetworkConfig:
     if any(h < 1 for h in self.hidden):
       raise ValueError(f"hidden widths must be >= 1, got {self.hidden}")
     if not 0.0 <= self.dynamics_grad_scale <= 1.0:
-      raise ValueError("dynamics_grad_scale must be in [0, 1], got "
-                       f"{self.dynamics_grad_scale}")
+      raise ValueError(f"dynamics_grad_scale must be in [0, 1], got {self.dynamics_grad_scale}")
 
   @property
   def value_size(self) -> int:
@@ -115,8 +114,10 @@ def _min_max(x: chex.Array) -> chex.Array:
 
 # ------------------------------------------------------------------ MLP body
 
+
 class _MLP(nn.Module):
   """Dense layers with SELU and LeCun-normal init."""
+
   features: Sequence[int]
 
   @nn.compact
@@ -165,14 +166,19 @@ class _MLPPrediction(nn.Module):
   @nn.compact
   def __call__(self, latent):
     x = _MLP(self.config.hidden)(latent)
-    return (_dense(self.num_actions)(x), _dense(self.num_chance)(x),
-            _dense(self.config.value_size)(x))
+    return (
+      _dense(self.num_actions)(x),
+      _dense(self.num_chance)(x),
+      _dense(self.config.value_size)(x),
+    )
 
 
 # --------------------------------------------------------------- resnet body
 
+
 class _ResBlock(nn.Module):
   """conv3x3-norm-relu-conv3x3-norm, + input, relu (MooZi 5.1.2)."""
+
   channels: int
 
   @nn.compact
@@ -186,6 +192,7 @@ class _ResBlock(nn.Module):
 
 class _Head(nn.Module):
   """flatten -> dense -> norm -> relu -> dense."""
+
   hidden: int
   out: int
 
@@ -215,10 +222,10 @@ class _ResDynamics(nn.Module):
   @nn.compact
   def __call__(self, latent, action):
     a = jax.nn.one_hot(action, self.num_unified, dtype=latent.dtype)
-    planes = jnp.broadcast_to(a[:, None, None, :],
-                              latent.shape[:3] + (self.num_unified,))
+    planes = jnp.broadcast_to(a[:, None, None, :], latent.shape[:3] + (self.num_unified,))
     x = nn.Conv(self.config.channels, (3, 3), padding="SAME")(
-        jnp.concatenate([latent, planes], axis=-1))
+      jnp.concatenate([latent, planes], axis=-1)
+    )
     for _ in range(self.config.dynamics_blocks):
       x = _ResBlock(self.config.channels)(x)
     nxt = _min_max(x) if self.config.normalize_latent else x
@@ -238,26 +245,30 @@ class _ResPrediction(nn.Module):
     for _ in range(self.config.prediction_blocks):
       x = _ResBlock(self.config.channels)(x)
     hid = self.config.head_hidden
-    return (_Head(hid, self.num_actions)(x), _Head(hid, self.num_chance)(x),
-            _Head(hid, self.config.value_size)(x))
+    return (
+      _Head(hid, self.num_actions)(x),
+      _Head(hid, self.num_chance)(x),
+      _Head(hid, self.config.value_size)(x),
+    )
 
 
 # ------------------------------------------------------------------ Network
+
 
 def _fill_params(shapes: Params, key: chex.PRNGKey) -> Params:
   """Params with the structure of `shapes` (ShapeDtypeStructs): "kernel"
   leaves LeCun normal, "scale" leaves 1, everything else 0."""
   leaves, treedef = jax.tree_util.tree_flatten_with_path(shapes)
   names = [str(getattr(path[-1], "key", path[-1])) for path, _ in leaves]
-  sizes = [math.prod(leaf.shape) if name == "kernel" else 0
-           for name, (_, leaf) in zip(names, leaves)]
+  sizes = [
+    math.prod(leaf.shape) if name == "kernel" else 0 for name, (_, leaf) in zip(names, leaves)
+  ]
   noise = jax.random.normal(key, (max(sum(sizes), 1),), jnp.float32)
   out, start = [], 0
   for name, size, (_, leaf) in zip(names, sizes, leaves):
     if name == "kernel":
       fan_in = math.prod(leaf.shape[:-1])
-      out.append(noise[start:start + size].reshape(leaf.shape)
-                 / math.sqrt(fan_in))
+      out.append(noise[start : start + size].reshape(leaf.shape) / math.sqrt(fan_in))
       start += size
     elif name == "scale":
       out.append(jnp.ones(leaf.shape, leaf.dtype))
@@ -293,8 +304,9 @@ class Network:
         self._input_shape = self.observation_shape + (1,)
       elif len(self.observation_shape) != 3:
         raise ValueError(
-            f"resnet needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
-            f"has shape {self.observation_shape}. Use kind='mlp'.")
+          f"resnet needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
+          f"has shape {self.observation_shape}. Use kind='mlp'."
+        )
       self._h = _ResRepresentation(config)
       self._g = _ResDynamics(config, self.num_unified, self.num_identity)
       self._f = _ResPrediction(config, self.num_actions, self.num_chance_outcomes)
@@ -352,27 +364,32 @@ class Network:
     policy, chance, value = self.predict(params, latent)
     batch = policy.shape[0]
     return ModelOutput(
-        reward=jnp.zeros((batch,), jnp.float32),
-        value=self.to_scalar(value),
-        policy_logits=policy,
-        chance_logits=chance,
-        identity_logits=jnp.zeros((batch, self.num_identity), jnp.float32),
-        embedding=latent)
+      reward=jnp.zeros((batch,), jnp.float32),
+      value=self.to_scalar(value),
+      policy_logits=policy,
+      chance_logits=chance,
+      identity_logits=jnp.zeros((batch, self.num_identity), jnp.float32),
+      embedding=latent,
+    )
 
-  def recurrent(self, params: Params, rng_key: chex.PRNGKey, action: chex.Array,
-                embedding: chex.Array) -> ModelOutput:
+  def recurrent(
+    self, params: Params, rng_key: chex.PRNGKey, action: chex.Array, embedding: chex.Array
+  ) -> ModelOutput:
     """g then f: a `types.RecurrentFn`. `action` `[B]` unified int32."""
     del rng_key
     latent, reward, identity = self.dynamics(params, embedding, action)
     policy, chance, value = self.predict(params, latent)
     return ModelOutput(
-        reward=self.to_scalar(reward), value=self.to_scalar(value),
-        policy_logits=policy, chance_logits=chance, identity_logits=identity,
-        embedding=latent)
+      reward=self.to_scalar(reward),
+      value=self.to_scalar(value),
+      policy_logits=policy,
+      chance_logits=chance,
+      identity_logits=identity,
+      embedding=latent,
+    )
 
   # Training.
-  def unroll(self, params: Params, observation: chex.Array,
-             actions: chex.Array) -> UnrollOutput:
+  def unroll(self, params: Params, observation: chex.Array, actions: chex.Array) -> UnrollOutput:
     """h, then K steps of g and f along `actions` `[B, K]` (unified).
 
     The latent's gradient is multiplied by `config.dynamics_grad_scale`
@@ -386,18 +403,18 @@ class Network:
     scale = self.config.dynamics_grad_scale
 
     def step(latent, action):
-      latent, reward, identity = self.dynamics(
-          params, scale_gradient(latent, scale), action)
+      latent, reward, identity = self.dynamics(params, scale_gradient(latent, scale), action)
       policy, chance, value = self.predict(params, latent)
       return latent, (reward, identity, policy, chance, value)
 
     _, (reward, identity, policy, chance, value) = jax.lax.scan(
-        step, latent, jnp.swapaxes(actions, 0, 1))
-    first = lambda x0, xs: jnp.concatenate(
-        [x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
+      step, latent, jnp.swapaxes(actions, 0, 1)
+    )
+    first = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
     return UnrollOutput(
-        value_logits=first(value0, value),
-        reward_logits=jnp.swapaxes(reward, 0, 1),
-        policy_logits=first(policy0, policy),
-        chance_logits=first(chance0, chance),
-        identity_logits=jnp.swapaxes(identity, 0, 1))
+      value_logits=first(value0, value),
+      reward_logits=jnp.swapaxes(reward, 0, 1),
+      policy_logits=first(policy0, policy),
+      chance_logits=first(chance0, chance),
+      identity_logits=jnp.swapaxes(identity, 0, 1),
+    )

@@ -26,8 +26,12 @@ def find_runs(paths: List[str]) -> List[str]:
   for path in paths:
     if not os.path.isdir(path):
       raise ValueError(f"run directory {path!r} does not exist")
-    found = sorted({os.path.dirname(f) for f in glob.glob(
-        os.path.join(path, "**", "events.out.tfevents.*"), recursive=True)})
+    found = sorted(
+      {
+        os.path.dirname(f)
+        for f in glob.glob(os.path.join(path, "**", "events.out.tfevents.*"), recursive=True)
+      }
+    )
     if not found:
       raise ValueError(f"no TensorBoard event files under {path!r}")
     runs += [f for f in found if f not in runs]
@@ -38,8 +42,8 @@ def load_scalars(run: str) -> Dict[str, Series]:
   """{tag: (steps, values)} of every scalar in `run`, sorted by step (the
   last value wins where a step repeats, e.g. after --resume)."""
   from tensorboard.backend.event_processing import event_accumulator
-  acc = event_accumulator.EventAccumulator(
-      run, size_guidance={event_accumulator.SCALARS: 0})
+
+  acc = event_accumulator.EventAccumulator(run, size_guidance={event_accumulator.SCALARS: 0})
   acc.Reload()
   out = {}
   for tag in acc.Tags().get("scalars", []):
@@ -66,8 +70,10 @@ def _env_steps(scalars: Dict[str, Series], steps: np.ndarray) -> Optional[np.nda
 
 def _grid(n: int):
   import matplotlib
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
+
   cols = min(n, 3)
   rows = -(-n // cols)
   fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
@@ -85,20 +91,27 @@ def _save(plt, fig, path: str, written: List[str]) -> None:
 
 EVAL_PATTERN = re.compile(r"^(eval/.*(score_mean|win_rate)|exact/.*|selfplay/return_p0)$")
 # anakin_mz.loss metrics as run.py logs them (train/<term>), plus any *loss*.
-LOSS_PATTERN = re.compile(r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"
-                          r"identity|identity_accuracy|grad_norm)|loss/.*)$")
+LOSS_PATTERN = re.compile(
+  r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"
+  r"identity|identity_accuracy|grad_norm)|loss/.*)$"
+)
 THROUGHPUT_PATTERN = re.compile(r"^throughput/.*$")
 DYNAMICS_PATTERN = re.compile(r"^dynamics/(?P<metric>.+)_k(?P<k>\d+)$")
 DYNAMICS_TITLES = {
-    "top_move": "top-move dynamics test", "uniform": "uniform dynamics test",
-    "top1": "top-1 move legal", "identity_turn": "identity accuracy: turn",
-    "identity_chance": "identity accuracy: chance",
-    "identity_terminal": "identity accuracy: terminal",
-    "chance_tv": "chance head: total variation", "reward_mae": "reward |error|"}
+  "top_move": "top-move dynamics test",
+  "uniform": "uniform dynamics test",
+  "top1": "top-1 move legal",
+  "identity_turn": "identity accuracy: turn",
+  "identity_chance": "identity accuracy: chance",
+  "identity_terminal": "identity accuracy: terminal",
+  "chance_tv": "chance head: total variation",
+  "reward_mae": "reward |error|",
+}
 
 
-def _overlay(all_scalars, runs, pattern, path, xlabel, written, use_env_steps=False,
-             logy=False) -> bool:
+def _overlay(
+  all_scalars, runs, pattern, path, xlabel, written, use_env_steps=False, logy=False
+) -> bool:
   tags = sorted({t for s in all_scalars for t in s if pattern.match(t)})
   if not tags:
     return False
@@ -126,8 +139,7 @@ def _overlay(all_scalars, runs, pattern, path, xlabel, written, use_env_steps=Fa
   return True
 
 
-def plot_dynamics(scalars: Dict[str, Series], path: str, title: str,
-                  written: List[str]) -> bool:
+def plot_dynamics(scalars: Dict[str, Series], path: str, title: str, written: List[str]) -> bool:
   """Figure 3 style: one panel per metric, one line per depth k."""
   by_metric: Dict[str, Dict[int, Series]] = collections.defaultdict(dict)
   for tag, series in scalars.items():
@@ -144,8 +156,14 @@ def plot_dynamics(scalars: Dict[str, Series], path: str, title: str,
     depths = sorted(by_metric[metric])
     for k in depths:
       x, y = by_metric[metric][k]
-      ax.plot(x, y, color=cmap(k / max(1, max(depths))), label=f"k={k}",
-              marker="o" if len(x) < 30 else None, markersize=3)
+      ax.plot(
+        x,
+        y,
+        color=cmap(k / max(1, max(depths))),
+        label=f"k={k}",
+        marker="o" if len(x) < 30 else None,
+        markersize=3,
+      )
     ax.set_title(DYNAMICS_TITLES.get(metric, metric), fontsize=10)
     ax.set_xlabel("training step (updates)")
     if metric not in ("chance_tv", "reward_mae"):
@@ -168,14 +186,38 @@ def make_plots(paths: List[str], out: Optional[str] = None) -> List[str]:
     raise ValueError(f"cannot create output directory {out!r}: {e}") from None
   all_scalars = [load_scalars(r) for r in runs]
   written: List[str] = []
-  _overlay(all_scalars, runs, EVAL_PATTERN, os.path.join(out, "learning.png"),
-           "training step (updates)", written, use_env_steps=True)
-  _overlay(all_scalars, runs, LOSS_PATTERN, os.path.join(out, "losses.png"),
-           "training step (updates)", written, logy=True)
-  _overlay(all_scalars, runs, THROUGHPUT_PATTERN, os.path.join(out, "throughput.png"),
-           "training step (updates)", written)
+  _overlay(
+    all_scalars,
+    runs,
+    EVAL_PATTERN,
+    os.path.join(out, "learning.png"),
+    "training step (updates)",
+    written,
+    use_env_steps=True,
+  )
+  _overlay(
+    all_scalars,
+    runs,
+    LOSS_PATTERN,
+    os.path.join(out, "losses.png"),
+    "training step (updates)",
+    written,
+    logy=True,
+  )
+  _overlay(
+    all_scalars,
+    runs,
+    THROUGHPUT_PATTERN,
+    os.path.join(out, "throughput.png"),
+    "training step (updates)",
+    written,
+  )
   for run, scalars in zip(runs, all_scalars):
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", _label(run, runs)) or "run"
-    plot_dynamics(scalars, os.path.join(out, f"dynamics_{name}.png"),
-                  f"dynamics tests: {_label(run, runs)}", written)
+    plot_dynamics(
+      scalars,
+      os.path.join(out, f"dynamics_{name}.png"),
+      f"dynamics tests: {_label(run, runs)}",
+      written,
+    )
   return written

@@ -77,6 +77,7 @@ class Transition:
     truncated: bool `[]`, ... by truncation (the value is bootstrapped).
     valid: bool `[]`, False for padding steps (never sampled nor read).
   """
+
   observation: chex.Array
   player: chex.Array
   action: chex.Array
@@ -104,6 +105,7 @@ class Batch:
     target_identity: int32 `[N, K]`, identity class of the state reached by
       action k (`types.relative_identity`; terminal past the end).
   """
+
   observation: chex.Array
   actions: chex.Array
   target_value: chex.Array
@@ -119,6 +121,7 @@ class Batch:
 class BufferState:
   """data: `Transition` `[L, B, ...]`; write: int32 next slot; count: int32
   written steps (<= L); added: int32 steps ever added (per lane)."""
+
   data: Transition
   write: chex.Array
   count: chex.Array
@@ -137,27 +140,30 @@ def example_transition(env: envs.Env) -> Transition:
   """An all-zero, unbatched `Transition` with `env`'s shapes and dtypes."""
   f32, i32 = jnp.float32, jnp.int32
   return Transition(
-      observation=jnp.zeros(env.observation_shape, f32),
-      player=jnp.zeros((), i32), action=jnp.zeros((), i32),
-      rewards=jnp.zeros((env.num_players,), f32),
-      search_policy=jnp.zeros((env.num_actions,), f32),
-      search_value=jnp.zeros((), f32),
-      chance_probs=jnp.zeros((env.num_chance_outcomes,), f32),
-      next_player=jnp.zeros((), i32),
-      done=jnp.zeros((), jnp.bool_), truncated=jnp.zeros((), jnp.bool_),
-      valid=jnp.zeros((), jnp.bool_))
+    observation=jnp.zeros(env.observation_shape, f32),
+    player=jnp.zeros((), i32),
+    action=jnp.zeros((), i32),
+    rewards=jnp.zeros((env.num_players,), f32),
+    search_policy=jnp.zeros((env.num_actions,), f32),
+    search_value=jnp.zeros((), f32),
+    chance_probs=jnp.zeros((env.num_chance_outcomes,), f32),
+    next_player=jnp.zeros((), i32),
+    done=jnp.zeros((), jnp.bool_),
+    truncated=jnp.zeros((), jnp.bool_),
+    valid=jnp.zeros((), jnp.bool_),
+  )
 
 
-def init_buffer(example: Transition, capacity_steps: int,
-                num_lanes: int) -> BufferState:
+def init_buffer(example: Transition, capacity_steps: int, num_lanes: int) -> BufferState:
   """An empty buffer of `capacity_steps` x `num_lanes` steps shaped like
   `example` (one unbatched `Transition`)."""
   if capacity_steps < 1 or num_lanes < 1:
-    raise ValueError("capacity_steps and num_lanes must be >= 1, got "
-                     f"{capacity_steps} and {num_lanes}")
+    raise ValueError(
+      f"capacity_steps and num_lanes must be >= 1, got {capacity_steps} and {num_lanes}"
+    )
   data = jax.tree.map(
-      lambda x: jnp.zeros((capacity_steps, num_lanes) + jnp.shape(x),
-                          jnp.asarray(x).dtype), example)
+    lambda x: jnp.zeros((capacity_steps, num_lanes) + jnp.shape(x), jnp.asarray(x).dtype), example
+  )
   zero = jnp.zeros((), jnp.int32)
   return BufferState(data=data, write=zero, count=zero, added=zero)
 
@@ -170,34 +176,44 @@ def add(buffer: BufferState, chunk: Transition) -> BufferState:
   if t > cap:
     raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")
   if chunk.player.shape[1:] != (buffer.num_lanes,):
-    raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer "
-                     f"has {buffer.num_lanes}")
-  jax.tree.map(lambda d, c: chex.assert_shape(c, (t,) + d.shape[1:]),
-               buffer.data, chunk)
+    raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer has {buffer.num_lanes}")
+  jax.tree.map(lambda d, c: chex.assert_shape(c, (t,) + d.shape[1:]), buffer.data, chunk)
   slots = (buffer.write + jnp.arange(t)) % cap
-  data = jax.tree.map(lambda d, c: d.at[slots].set(c.astype(d.dtype)),
-                      buffer.data, chunk)
-  return BufferState(data=data, write=(buffer.write + t) % cap,
-                     count=jnp.minimum(buffer.count + t, cap),
-                     added=buffer.added + t)
+  data = jax.tree.map(lambda d, c: d.at[slots].set(c.astype(d.dtype)), buffer.data, chunk)
+  return BufferState(
+    data=data,
+    write=(buffer.write + t) % cap,
+    count=jnp.minimum(buffer.count + t, cap),
+    added=buffer.added + t,
+  )
 
 
 # ------------------------------------------------------- whole-buffer targets
+
 
 def _check(num_players: int, payoff: str, td_steps: int, discount: float):
   if payoff not in PAYOFF_KINDS:
     raise ValueError(f"payoff must be one of {PAYOFF_KINDS}, got {payoff!r}")
   if payoff == "zero_sum" and num_players != 2:
-    raise ValueError("zero_sum targets need num_players == 2 (one scalar value "
-                     f"per view), got {num_players}")
+    raise ValueError(
+      f"zero_sum targets need num_players == 2 (one scalar value per view), got {num_players}"
+    )
   if td_steps < 0:
     raise ValueError(f"td_steps must be >= 0 (0: Monte-Carlo), got {td_steps}")
   if not 0.0 < discount <= 1.0:
     raise ValueError(f"discount must be in (0, 1], got {discount}")
 
 
-_STEP_FIELDS = ("player", "action", "rewards", "search_value", "next_player",
-                 "done", "truncated", "valid")
+_STEP_FIELDS = (
+  "player",
+  "action",
+  "rewards",
+  "search_value",
+  "next_player",
+  "done",
+  "truncated",
+  "valid",
+)
 
 
 def _rev_cummin(x: chex.Array) -> chex.Array:
@@ -229,16 +245,16 @@ class _Lanes:
     cap = buffer.capacity
     oldest = (buffer.write - buffer.count) % cap
     self.slot_of = (oldest + jnp.arange(cap)) % cap
-    steps = types.SimpleNamespace(**{
-        f: getattr(buffer.data, f)[self.slot_of] for f in _STEP_FIELDS})
+    steps = types.SimpleNamespace(
+      **{f: getattr(buffer.data, f)[self.slot_of] for f in _STEP_FIELDS}
+    )
     self.steps = steps
     written = (jnp.arange(cap) < buffer.count)[:, None]
     self.valid = written & steps.valid
     self.decision = self.valid & (steps.player >= 0)
     self.done = self.valid & steps.done
     self.terminated = self.done & ~steps.truncated
-    valid_next = jnp.concatenate(
-        [self.valid[1:], jnp.zeros_like(self.valid[:1])], axis=0)
+    valid_next = jnp.concatenate([self.valid[1:], jnp.zeros_like(self.valid[:1])], axis=0)
     data_stops = self.valid & ~self.done & ~valid_next
     self.time = jnp.broadcast_to(jnp.arange(cap)[:, None], self.valid.shape)
     never = jnp.int32(cap)
@@ -248,14 +264,15 @@ class _Lanes:
     terminated_at_end = jnp.take_along_axis(self.terminated, end_slot, axis=0)
     self.next_decision = _rev_cummin(jnp.where(self.decision, self.time, never))
     decision_after = jnp.concatenate(
-        [self.next_decision[1:], jnp.full_like(self.next_decision[:1], never)], axis=0)
-    self.bootstrap = (self.decision & (decision_after > self.segment_end)
-                      & ~terminated_at_end)
+      [self.next_decision[1:], jnp.full_like(self.next_decision[:1], never)], axis=0
+    )
+    self.bootstrap = self.decision & (decision_after > self.segment_end) & ~terminated_at_end
     self.start_ok = self.decision & (self.done_at_end | (self.time + k <= self.segment_end))
 
 
-def _values_by_player(values: chex.Array, player: chex.Array, num_players: int,
-                      payoff: str) -> chex.Array:
+def _values_by_player(
+  values: chex.Array, player: chex.Array, num_players: int, payoff: str
+) -> chex.Array:
   """`[...]` values from `player`'s view -> `[..., P]` from each player's."""
   if payoff != "zero_sum":
     return jnp.broadcast_to(values[..., None], values.shape + (num_players,))
@@ -263,15 +280,15 @@ def _values_by_player(values: chex.Array, player: chex.Array, num_players: int,
   return jnp.where(me, values[..., None], -values[..., None])
 
 
-def _returns(lanes: _Lanes, num_players: int, payoff: str, td_steps: int,
-             discount: float) -> chex.Array:
+def _returns(
+  lanes: _Lanes, num_players: int, payoff: str, td_steps: int, discount: float
+) -> chex.Array:
   """float32 `[L, B, P]`: the value target of every step, per absolute player."""
   steps = lanes.steps
   boot = _values_by_player(steps.search_value, steps.player, num_players, payoff)
   rewards = jnp.where(lanes.valid[..., None], steps.rewards, 0.0)
   # G_i = b_i + a_i G_{i+1}, a linear recurrence solved by a parallel scan.
-  stops = (lanes.terminated | lanes.bootstrap | (lanes.segment_end == lanes.time)
-           | ~lanes.valid)
+  stops = lanes.terminated | lanes.bootstrap | (lanes.segment_end == lanes.time) | ~lanes.valid
   a = jnp.where(stops, 0.0, discount)[..., None]
   b = jnp.where(lanes.bootstrap[..., None], boot, rewards)
 
@@ -288,19 +305,20 @@ def _returns(lanes: _Lanes, num_players: int, payoff: str, td_steps: int,
   cap = lanes.time.shape[0]
   target = lanes.time + td_steps
   bidx = jnp.where(
-      target < cap,
-      jnp.take_along_axis(lanes.next_decision, jnp.minimum(target, cap - 1), axis=0),
-      cap)
+    target < cap,
+    jnp.take_along_axis(lanes.next_decision, jnp.minimum(target, cap - 1), axis=0),
+    cap,
+  )
   ok = bidx <= lanes.segment_end
   bc = jnp.minimum(bidx, cap - 1)[..., None]
-  tail = (jnp.take_along_axis(mc, bc, axis=0)
-          - jnp.take_along_axis(boot, bc, axis=0))
+  tail = jnp.take_along_axis(mc, bc, axis=0) - jnp.take_along_axis(boot, bc, axis=0)
   scale = jnp.where(ok, jnp.power(discount, (bidx - lanes.time)), 0.0)
   return mc - scale[..., None] * tail
 
 
-def value_targets(buffer: BufferState, *, num_players: int, payoff: str,
-                  td_steps: int = 0, discount: float = 1.0) -> chex.Array:
+def value_targets(
+  buffer: BufferState, *, num_players: int, payoff: str, td_steps: int = 0, discount: float = 1.0
+) -> chex.Array:
   """float32 `[L, B, P]`: the value target of every slot (physical order),
   from each absolute player's view; 0 at unwritten or invalid slots."""
   _check(num_players, payoff, td_steps, discount)
@@ -324,6 +342,7 @@ def can_sample(buffer: BufferState, K: int) -> chex.Array:
 
 # ------------------------------------------------------------------- sample
 
+
 @chex.dataclass(frozen=True)
 class Prepared:
   """The whole-buffer facts `sample_prepared` draws from (see `prepare`).
@@ -336,6 +355,7 @@ class Prepared:
     decision, valid: bool `[L, B]` logical order.
     values: float32 `[L, B, P]` value targets per absolute player.
   """
+
   buffer: BufferState
   phys: chex.Array
   start_ok: chex.Array
@@ -345,22 +365,44 @@ class Prepared:
   values: chex.Array
 
 
-def prepare(buffer: BufferState, *, K: int, num_players: int, payoff: str,
-            td_steps: int = 0, discount: float = 1.0) -> Prepared:
+def prepare(
+  buffer: BufferState,
+  *,
+  K: int,
+  num_players: int,
+  payoff: str,
+  td_steps: int = 0,
+  discount: float = 1.0,
+) -> Prepared:
   """Derives the targets of the whole buffer once (parallel scans, O(L B P)),
   so that many batches can be drawn from an unchanged buffer cheaply."""
   _check(num_players, payoff, td_steps, discount)
   if K < 0:
     raise ValueError(f"need K >= 0, got {K}")
   lanes = _Lanes(buffer, K)
-  return Prepared(buffer=buffer, phys=lanes.slot_of, start_ok=lanes.start_ok,
-                  end=lanes.segment_end, decision=lanes.decision, valid=lanes.valid,
-                  values=_returns(lanes, num_players, payoff, td_steps, discount))
+  return Prepared(
+    buffer=buffer,
+    phys=lanes.slot_of,
+    start_ok=lanes.start_ok,
+    end=lanes.segment_end,
+    decision=lanes.decision,
+    valid=lanes.valid,
+    values=_returns(lanes, num_players, payoff, td_steps, discount),
+  )
 
 
-def sample(buffer: BufferState, key: chex.PRNGKey, batch_size: int, *,
-           K: int, num_players: int, num_actions: int, payoff: str,
-           td_steps: int = 0, discount: float = 1.0) -> Batch:
+def sample(
+  buffer: BufferState,
+  key: chex.PRNGKey,
+  batch_size: int,
+  *,
+  K: int,
+  num_players: int,
+  num_actions: int,
+  payoff: str,
+  td_steps: int = 0,
+  discount: float = 1.0,
+) -> Batch:
   """Samples `batch_size` starts uniformly (with replacement) among the valid
   decision steps and builds their K-step targets (module docstring).
 
@@ -377,14 +419,23 @@ def sample(buffer: BufferState, key: chex.PRNGKey, batch_size: int, *,
     a `Batch` (shapes there). `sample_prepared(prepare(buffer, ...), key,
     ...)` gives the same batch.
   """
-  prepared = prepare(buffer, K=K, num_players=num_players, payoff=payoff,
-                     td_steps=td_steps, discount=discount)
-  return sample_prepared(prepared, key, batch_size, K=K,
-                         num_players=num_players, num_actions=num_actions)
+  prepared = prepare(
+    buffer, K=K, num_players=num_players, payoff=payoff, td_steps=td_steps, discount=discount
+  )
+  return sample_prepared(
+    prepared, key, batch_size, K=K, num_players=num_players, num_actions=num_actions
+  )
 
 
-def sample_prepared(prepared: Prepared, key: chex.PRNGKey, batch_size: int, *,
-                    K: int, num_players: int, num_actions: int) -> Batch:
+def sample_prepared(
+  prepared: Prepared,
+  key: chex.PRNGKey,
+  batch_size: int,
+  *,
+  K: int,
+  num_players: int,
+  num_actions: int,
+) -> Batch:
   """`sample` from the targets `prepare` derived (K must match)."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
@@ -399,43 +450,43 @@ def sample_prepared(prepared: Prepared, key: chex.PRNGKey, batch_size: int, *,
   total = jnp.sum(ok)
   probs = jnp.where(total > 0, ok / jnp.maximum(total, 1.0), 1.0 / ok.size)
   flat = jax.random.choice(k_start, ok.size, (batch_size,), p=probs)
-  i, lane = flat // lanes_n, flat % lanes_n                   # logical time, lane
+  i, lane = flat // lanes_n, flat % lanes_n  # logical time, lane
 
-  pos = i[:, None] + jnp.arange(K + 1)                        # [N, K+1]
+  pos = i[:, None] + jnp.arange(K + 1)  # [N, K+1]
   alive = pos <= prepared.end[i, lane][:, None]
   pos = jnp.minimum(pos, cap - 1)
   lane_k = lane[:, None]
   slot = phys[pos]
   data = buffer.data
-  root = data.player[phys[i], lane]                           # [N], >= 0
+  root = data.player[phys[i], lane]  # [N], >= 0
   root_k = root[:, None]
 
-  random_actions = jax.random.randint(k_act, (batch_size, K), 0,
-                                      num_actions + num_chance)
-  actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k],
-                      random_actions).astype(jnp.int32)
-  rewards = jnp.take_along_axis(data.rewards[slot[:, :K], lane_k],
-                                root_k[..., None], axis=-1)[..., 0]
-  identity = relative_identity(data.next_player[slot[:, :K], lane_k], root_k,
-                               num_players)
-  value = jnp.take_along_axis(values[pos, lane_k], root_k[..., None],
-                              axis=-1)[..., 0]
+  random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
+  actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k], random_actions).astype(
+    jnp.int32
+  )
+  rewards = jnp.take_along_axis(data.rewards[slot[:, :K], lane_k], root_k[..., None], axis=-1)[
+    ..., 0
+  ]
+  identity = relative_identity(data.next_player[slot[:, :K], lane_k], root_k, num_players)
+  value = jnp.take_along_axis(values[pos, lane_k], root_k[..., None], axis=-1)[..., 0]
   policy_mask = alive & prepared.decision[pos, lane_k]
-  chance_mask = (alive & prepared.valid[pos, lane_k]
-                 & (data.player[slot, lane_k] == CHANCE))
+  chance_mask = alive & prepared.valid[pos, lane_k] & (data.player[slot, lane_k] == CHANCE)
   policy = data.search_policy[slot, lane_k]
   chance = data.chance_probs[slot, lane_k]
   batch = Batch(
-      observation=data.observation[phys[i], lane],
-      actions=actions,
-      target_value=jnp.where(alive, value, 0.0),
-      target_reward=jnp.where(alive[:, :K], rewards, 0.0),
-      target_policy=jnp.where(policy_mask[..., None], policy, 0.0),
-      policy_mask=policy_mask,
-      target_chance=jnp.where(chance_mask[..., None], chance, 0.0),
-      chance_mask=chance_mask,
-      target_identity=jnp.where(alive[:, :K], identity,
-                                terminal_identity(num_players)).astype(jnp.int32))
+    observation=data.observation[phys[i], lane],
+    actions=actions,
+    target_value=jnp.where(alive, value, 0.0),
+    target_reward=jnp.where(alive[:, :K], rewards, 0.0),
+    target_policy=jnp.where(policy_mask[..., None], policy, 0.0),
+    policy_mask=policy_mask,
+    target_chance=jnp.where(chance_mask[..., None], chance, 0.0),
+    chance_mask=chance_mask,
+    target_identity=jnp.where(alive[:, :K], identity, terminal_identity(num_players)).astype(
+      jnp.int32
+    ),
+  )
   n = batch_size
   chex.assert_shape(batch.observation, (n,) + data.observation.shape[2:])
   chex.assert_shape([batch.actions, batch.target_reward, batch.target_identity], (n, K))

@@ -50,6 +50,7 @@ class RunResult:
   wall-clock budget, or the signal ("SIGINT", "SIGTERM") that stopped it.
   `saved_step` is the update step of the last checkpoint (None if none).
   """
+
   state: TrainState
   history: List[Dict[str, float]]
   evals: List[Dict[str, float]]
@@ -89,8 +90,9 @@ class _StopSignals:
     return False
 
 
-def nonfinite_message(metrics: Dict[str, object], update_before: int,
-                      last_saved: Optional[int], checkpoint_dir: str) -> Optional[str]:
+def nonfinite_message(
+  metrics: Dict[str, object], update_before: int, last_saved: Optional[int], checkpoint_dir: str
+) -> Optional[str]:
   """One line naming the update and the values that went non-finite, or None
   if the chunk's `metrics` (host values of `Learner.step`'s) are all finite."""
   flags = metrics["nonfinite"]
@@ -99,11 +101,16 @@ def nonfinite_message(metrics: Dict[str, object], update_before: int,
     return None
   first = int(metrics["nonfinite_update"])
   update = update_before + (first + 1 if first >= 0 else 1)
-  kept = (f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
-          if last_saved is not None else "no checkpoint was written")
-  return (f"non-finite values at update {update}: {', '.join(bad)}; the run stopped "
-          f"and wrote nothing non-finite ({kept}). Lower train.learning_rate or "
-          "train.max_grad_norm and start again")
+  kept = (
+    f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
+    if last_saved is not None
+    else "no checkpoint was written"
+  )
+  return (
+    f"non-finite values at update {update}: {', '.join(bad)}; the run stopped "
+    f"and wrote nothing non-finite ({kept}). Lower train.learning_rate or "
+    "train.max_grad_norm and start again"
+  )
 
 
 def _unreplicate(tree):
@@ -116,8 +123,7 @@ def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
   policy, and the NDMZ paper's dynamics tests (`dynamics/<metric>_k<depth>`)."""
   env = learner.env
   agent = act.search_agent_policy(learner.network, params, env, learner.config.search)
-  result = jax.jit(lambda k: match.play_match(
-      env, agent, envs.random_policy, k, num_games))(key)
+  result = jax.jit(lambda k: match.play_match(env, agent, envs.random_policy, k, num_games))(key)
   out = {f"eval/vs_random_{k}": v for k, v in match.summarize(result).items()}
   greedy = {"greedy": act.greedy_network_policy(learner.network, params)}
   for evaluator in envs.bots.evaluators(env.id):
@@ -138,9 +144,16 @@ def _config_diff(a: Dict[str, object], b: Dict[str, object], prefix=""):
   return diffs
 
 
-def train(config: Config, *, logdir: str, resume: bool = False,
-          max_updates: Optional[int] = None, max_minutes: Optional[float] = None,
-          progress: bool = True, checkpoint_dir: Optional[str] = None) -> RunResult:
+def train(
+  config: Config,
+  *,
+  logdir: str,
+  resume: bool = False,
+  max_updates: Optional[int] = None,
+  max_minutes: Optional[float] = None,
+  progress: bool = True,
+  checkpoint_dir: Optional[str] = None,
+) -> RunResult:
   """Trains until `max_updates` updates (default `train.total_updates`) or
   `max_minutes` of wall-clock time, whichever comes first.
 
@@ -164,8 +177,10 @@ def train(config: Config, *, logdir: str, resume: bool = False,
   num_devices = jax.local_device_count()
   saved = ckpt.steps(checkpoint_dir)
   if saved and not resume:
-    raise ValueError(f"{checkpoint_dir!r} already holds checkpoints (steps "
-                     f"{list(saved)}); pass --resume to continue, or another --logdir")
+    raise ValueError(
+      f"{checkpoint_dir!r} already holds checkpoints (steps "
+      f"{list(saved)}); pass --resume to continue, or another --logdir"
+    )
   if resume and saved:
     meta = ckpt.load_metadata(checkpoint_dir)
     ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
@@ -175,11 +190,14 @@ def train(config: Config, *, logdir: str, resume: bool = False,
       saved = meta["config"]
     diffs = _config_diff(config.to_dict(), saved)
     if diffs:
-      raise ValueError(f"checkpoint {checkpoint_dir!r} was made with another "
-                       "config:\n  " + "\n  ".join(diffs))
+      raise ValueError(
+        f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
+      )
     if meta.get("num_devices", num_devices) != num_devices:
-      raise ValueError(f"checkpoint {checkpoint_dir!r} holds {meta['num_devices']} "
-                       f"devices' state; this machine has {num_devices}")
+      raise ValueError(
+        f"checkpoint {checkpoint_dir!r} holds {meta['num_devices']} "
+        f"devices' state; this machine has {num_devices}"
+      )
     host, _ = ckpt.restore(checkpoint_dir, jax.device_get(state))
     state = jax.tree.map(jnp.asarray, host)
 
@@ -203,8 +221,8 @@ def train(config: Config, *, logdir: str, resume: bool = False,
   bar = None
   if progress:
     from tqdm import tqdm
-    bar = tqdm(total=target, initial=current_step(), unit="upd",
-               dynamic_ncols=True, desc=env.id)
+
+    bar = tqdm(total=target, initial=current_step(), unit="upd", dynamic_ncols=True, desc=env.id)
 
   def say(line: str):
     if bar is not None:
@@ -230,15 +248,23 @@ def train(config: Config, *, logdir: str, resume: bool = False,
     result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
     evals.append(result)
     writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
-    say(f"[eval] update {step} env_steps {env_steps:.0f} "
-        f"wall {result['wall_s']:.0f}s " + " ".join(
-            f"{k2.split('/', 1)[1]}={v:.3f}" for k2, v in result.items()
-            if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))))
+    say(
+      f"[eval] update {step} env_steps {env_steps:.0f} "
+      f"wall {result['wall_s']:.0f}s "
+      + " ".join(
+        f"{k2.split('/', 1)[1]}={v:.3f}"
+        for k2, v in result.items()
+        if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))
+      )
+    )
     return result
 
-  signals = _StopSignals(lambda name: say(
+  signals = _StopSignals(
+    lambda name: say(
       f"{name}: stopping after this step and saving a checkpoint "
-      "(press Ctrl-C again to stop at once)"))
+      "(press Ctrl-C again to stop at once)"
+    )
+  )
   try:
     with signals:
       if tc.eval_every and last_eval == 0:
@@ -258,8 +284,11 @@ def train(config: Config, *, logdir: str, resume: bool = False,
         dt = time.perf_counter() - t0
         step = current_step()
         episodes += int(metrics["episodes"])
-        row = {k: float(np.mean(v)) for k, v in metrics.items()
-               if k not in ("return_sum", "nonfinite", "nonfinite_update")}
+        row = {
+          k: float(np.mean(v))
+          for k, v in metrics.items()
+          if k not in ("return_sum", "nonfinite", "nonfinite_update")
+        }
         if metrics["episodes"] > 0:
           row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
           row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
@@ -273,8 +302,11 @@ def train(config: Config, *, logdir: str, resume: bool = False,
         if step - last_log >= tc.log_every or step >= target:
           writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
           last_log = step
-        if (tc.eval_every and signals.requested is None
-            and (step - last_eval >= tc.eval_every or step >= target)):
+        if (
+          tc.eval_every
+          and signals.requested is None
+          and (step - last_eval >= tc.eval_every or step >= target)
+        ):
           result = run_eval(step, row["env_steps"], row["wall_s"])
           latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
           last_eval = step
@@ -284,9 +316,13 @@ def train(config: Config, *, logdir: str, resume: bool = False,
         writer.flush()
         if bar is not None:
           bar.n = min(step, target)
-          bar.set_postfix(env_steps=f"{row['env_steps']:.0f}", games=episodes,
-                          steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
-                          eval=latest_eval or "-", refresh=False)
+          bar.set_postfix(
+            env_steps=f"{row['env_steps']:.0f}",
+            games=episodes,
+            steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
+            eval=latest_eval or "-",
+            refresh=False,
+          )
           bar.refresh()
       stopped_by = signals.requested or stopped_by
       save()
@@ -299,6 +335,11 @@ def train(config: Config, *, logdir: str, resume: bool = False,
     writer.close()
     if bar is not None:
       bar.close()
-  return RunResult(state=state, history=history, evals=evals,
-                   checkpoint_dir=checkpoint_dir, stopped_by=stopped_by,
-                   saved_step=saved_step)
+  return RunResult(
+    state=state,
+    history=history,
+    evals=evals,
+    checkpoint_dir=checkpoint_dir,
+    stopped_by=stopped_by,
+    saved_step=saved_step,
+  )

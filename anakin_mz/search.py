@@ -104,6 +104,7 @@ class SearchConfig:
       wins worth more than slow ones, which separates the moves of a side
       that wins (or loses) in every line.
   """
+
   num_simulations: int = 50
   max_depth: Optional[int] = None
   dirichlet_alpha: float = 0.3
@@ -118,24 +119,19 @@ class SearchConfig:
 
   def __post_init__(self):
     if not isinstance(self.num_simulations, int) or self.num_simulations < 1:
-      raise ValueError(
-          f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
-    if self.max_depth is not None and (
-        not isinstance(self.max_depth, int) or self.max_depth < 1):
-      raise ValueError(
-          f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
+      raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
+    if self.max_depth is not None and (not isinstance(self.max_depth, int) or self.max_depth < 1):
+      raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
     if self.identity_mode not in _IDENTITY_MODES:
-      raise ValueError(f"identity_mode must be one of {_IDENTITY_MODES}, "
-                       f"got {self.identity_mode!r}")
-    if self.chance_mode not in _CHANCE_MODES:
-      raise ValueError(f"chance_mode must be one of {_CHANCE_MODES}, "
-                       f"got {self.chance_mode!r}")
-    if not self.dirichlet_alpha > 0:
       raise ValueError(
-          f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha!r}")
+        f"identity_mode must be one of {_IDENTITY_MODES}, got {self.identity_mode!r}"
+      )
+    if self.chance_mode not in _CHANCE_MODES:
+      raise ValueError(f"chance_mode must be one of {_CHANCE_MODES}, got {self.chance_mode!r}")
+    if not self.dirichlet_alpha > 0:
+      raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha!r}")
     if not 0.0 <= self.dirichlet_fraction <= 1.0:
-      raise ValueError("dirichlet_fraction must be in [0, 1], got "
-                       f"{self.dirichlet_fraction!r}")
+      raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction!r}")
     if not 0.0 < self.discount <= 1.0:
       raise ValueError(f"discount must be in (0, 1], got {self.discount!r}")
     if not self.pb_c_base > 0:
@@ -158,6 +154,7 @@ class SearchOutput:
       user's), `kind` `[B, N]` (0 choice, 1 chance, 2 terminal) and `player`
       `[B, N]` (relative player of choice nodes, 0 otherwise).
   """
+
   action: chex.Array
   action_weights: chex.Array
   root_value: chex.Array
@@ -167,21 +164,24 @@ class SearchOutput:
 @chex.dataclass(frozen=True)
 class _Node:
   """What the tree stores per node: the user's embedding plus the NDMZ flags."""
+
   embedding: chex.ArrayTree
-  kind: chex.Array    # [B] int32: _CHOICE, _CHANCE or _TERMINAL
+  kind: chex.Array  # [B] int32: _CHOICE, _CHANCE or _TERMINAL
   player: chex.Array  # [B] int32: relative player of a choice node, else 0
 
 
-def ndmz_search(params: Params,
-                rng_key: chex.PRNGKey,
-                root: ModelOutput,
-                recurrent_fn: RecurrentFn,
-                legal_action_mask: chex.Array,
-                *,
-                num_players: int,
-                payoff: str,
-                config: SearchConfig,
-                temperature: Union[float, chex.Array] = 1.0) -> SearchOutput:
+def ndmz_search(
+  params: Params,
+  rng_key: chex.PRNGKey,
+  root: ModelOutput,
+  recurrent_fn: RecurrentFn,
+  legal_action_mask: chex.Array,
+  *,
+  num_players: int,
+  payoff: str,
+  config: SearchConfig,
+  temperature: Union[float, chex.Array] = 1.0,
+) -> SearchOutput:
   """Runs the NDMZ search from a batch of B observed decision nodes.
 
   Args:
@@ -212,23 +212,22 @@ def ndmz_search(params: Params,
   if not isinstance(num_players, numbers.Integral) or num_players < 1:
     raise ValueError(f"num_players must be an int >= 1, got {num_players!r}")
   if payoff == "single" and num_players != 1:
-    raise ValueError(
-        f"payoff 'single' needs num_players == 1, got {num_players}")
+    raise ValueError(f"payoff 'single' needs num_players == 1, got {num_players}")
   if root.policy_logits.ndim != 2:
-    raise ValueError("root.policy_logits must be [B, A], got shape "
-                     f"{root.policy_logits.shape}")
+    raise ValueError(f"root.policy_logits must be [B, A], got shape {root.policy_logits.shape}")
   batch_size, num_actions = root.policy_logits.shape
   if root.chance_logits.ndim != 2 or root.chance_logits.shape[0] != batch_size:
-    raise ValueError(f"root.chance_logits must be [B={batch_size}, C], got "
-                     f"shape {root.chance_logits.shape}")
+    raise ValueError(
+      f"root.chance_logits must be [B={batch_size}, C], got shape {root.chance_logits.shape}"
+    )
   num_outcomes = root.chance_logits.shape[1]
   if root.value.shape != (batch_size,):
-    raise ValueError(f"root.value must be [B={batch_size}], got shape "
-                     f"{root.value.shape}")
+    raise ValueError(f"root.value must be [B={batch_size}], got shape {root.value.shape}")
   if legal_action_mask.shape != (batch_size, num_actions):
     raise ValueError(
-        f"legal_action_mask must be [B={batch_size}, A={num_actions}] like "
-        f"root.policy_logits, got shape {legal_action_mask.shape}")
+      f"legal_action_mask must be [B={batch_size}, A={num_actions}] like "
+      f"root.policy_logits, got shape {legal_action_mask.shape}"
+    )
   num_players = int(num_players)
   num_slots = max(num_actions, num_outcomes)
   flip_opponents = payoff == "zero_sum"
@@ -241,36 +240,49 @@ def ndmz_search(params: Params,
   probs = jax.nn.softmax(root.policy_logits)
   if config.dirichlet_fraction > 0:  # (skipping it saves compile time only)
     probs = _add_dirichlet_noise(
-        dirichlet_key, probs, dirichlet_alpha=float(config.dirichlet_alpha),
-        dirichlet_fraction=float(config.dirichlet_fraction),
-        legal=legal if config.dirichlet_legal_only else None)
+      dirichlet_key,
+      probs,
+      dirichlet_alpha=float(config.dirichlet_alpha),
+      dirichlet_fraction=float(config.dirichlet_fraction),
+      legal=legal if config.dirichlet_legal_only else None,
+    )
   noisy_logits = _logits_from_probs(probs)
   root_prior = _pad(_mask_invalid_actions(noisy_logits, invalid), num_slots)
   root_invalid = _pad(invalid.astype(root_prior.dtype), num_slots, 1.0)
   zeros_b = jnp.zeros((batch_size,), jnp.int32)
   mctx_root = mctx.RootFnOutput(
-      prior_logits=root_prior,
-      value=root.value,
-      embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE,
-                      player=zeros_b))
+    prior_logits=root_prior,
+    value=root.value,
+    embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE, player=zeros_b),
+  )
 
   wrapped_recurrent_fn = functools.partial(
-      _recurrent, recurrent_fn=recurrent_fn, num_actions=num_actions,
-      num_outcomes=num_outcomes, num_slots=num_slots, num_players=num_players,
-      config=config)
+    _recurrent,
+    recurrent_fn=recurrent_fn,
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    num_slots=num_slots,
+    num_players=num_players,
+    config=config,
+  )
   select = functools.partial(
-      _select, num_actions=num_actions, num_outcomes=num_outcomes,
-      flip_opponents=flip_opponents, config=config)
+    _select,
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    flip_opponents=flip_opponents,
+    config=config,
+  )
   tree = mctx.search(
-      params=params,
-      rng_key=search_key,
-      root=mctx_root,
-      recurrent_fn=wrapped_recurrent_fn,
-      root_action_selection_fn=functools.partial(select, depth=0),
-      interior_action_selection_fn=select,
-      num_simulations=config.num_simulations,
-      max_depth=config.max_depth,
-      invalid_actions=root_invalid)
+    params=params,
+    rng_key=search_key,
+    root=mctx_root,
+    recurrent_fn=wrapped_recurrent_fn,
+    root_action_selection_fn=functools.partial(select, depth=0),
+    interior_action_selection_fn=select,
+    num_simulations=config.num_simulations,
+    max_depth=config.max_depth,
+    invalid_actions=root_invalid,
+  )
 
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions]
   visits = jnp.where(legal, visits, 0).astype(root.value.dtype)
@@ -278,39 +290,55 @@ def ndmz_search(params: Params,
   any_legal = jnp.any(legal, axis=-1, keepdims=True)
   fallback = jnp.where(any_legal, legal, True).astype(visits.dtype)
   fallback = fallback / jnp.sum(fallback, axis=-1, keepdims=True)
-  action_weights = jnp.where(total > 0, visits / jnp.maximum(total, 1),
-                             fallback)
+  action_weights = jnp.where(total > 0, visits / jnp.maximum(total, 1), fallback)
 
   temperature = jnp.asarray(temperature, dtype=action_weights.dtype)
   sampled = jax.random.categorical(
-      rng_key, _apply_temperature(_logits_from_probs(action_weights),
-                                  temperature[..., None]))
+    rng_key, _apply_temperature(_logits_from_probs(action_weights), temperature[..., None])
+  )
   greedy = _greedy(action_weights, root.policy_logits, legal)
   action = jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
-  return SearchOutput(action=action, action_weights=action_weights,
-                      root_value=tree.node_values[:, tree.ROOT_INDEX],
-                      search_tree=tree)
+  return SearchOutput(
+    action=action,
+    action_weights=action_weights,
+    root_value=tree.node_values[:, tree.ROOT_INDEX],
+    search_tree=tree,
+  )
 
 
-def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
-               num_actions, num_outcomes, num_slots, num_players, config):
+def _recurrent(
+  params,
+  rng_key,
+  slot,
+  node: _Node,
+  *,
+  recurrent_fn,
+  num_actions,
+  num_outcomes,
+  num_slots,
+  num_players,
+  config,
+):
   """mctx RecurrentFn: expands child `slot` of a batch of nodes."""
   batch_size = slot.shape[0]
   identity_key, model_key = jax.random.split(rng_key)
   unified = jnp.where(
-      node.kind == _CHANCE, num_actions + jnp.minimum(slot, num_outcomes - 1),
-      jnp.where(node.kind == _CHOICE, jnp.minimum(slot, num_actions - 1), 0))
-  out = recurrent_fn(params, model_key, unified.astype(jnp.int32),
-                     node.embedding)
-  for name, shape in (("reward", (batch_size,)), ("value", (batch_size,)),
-                      ("policy_logits", (batch_size, num_actions)),
-                      ("chance_logits", (batch_size, num_outcomes)),
-                      ("identity_logits", (batch_size, num_players + 2))):
-    chex.assert_shape(getattr(out, name), shape,
-                      custom_message=f"recurrent_fn output {name}")
+    node.kind == _CHANCE,
+    num_actions + jnp.minimum(slot, num_outcomes - 1),
+    jnp.where(node.kind == _CHOICE, jnp.minimum(slot, num_actions - 1), 0),
+  )
+  out = recurrent_fn(params, model_key, unified.astype(jnp.int32), node.embedding)
+  for name, shape in (
+    ("reward", (batch_size,)),
+    ("value", (batch_size,)),
+    ("policy_logits", (batch_size, num_actions)),
+    ("chance_logits", (batch_size, num_outcomes)),
+    ("identity_logits", (batch_size, num_players + 2)),
+  ):
+    chex.assert_shape(getattr(out, name), shape, custom_message=f"recurrent_fn output {name}")
   chex.assert_trees_all_equal_shapes_and_dtypes(
-      out.embedding, node.embedding,
-      custom_message="recurrent_fn embedding vs the root embedding")
+    out.embedding, node.embedding, custom_message="recurrent_fn embedding vs the root embedding"
+  )
 
   logits = out.identity_logits
   if not config.terminal_nodes:
@@ -319,8 +347,9 @@ def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
     identity = jax.random.categorical(identity_key, logits)
   else:
     identity = jnp.argmax(logits, axis=-1)
-  kind = jnp.where(identity < num_players, _CHOICE,
-                   jnp.where(identity == num_players, _CHANCE, _TERMINAL))
+  kind = jnp.where(
+    identity < num_players, _CHOICE, jnp.where(identity == num_players, _CHANCE, _TERMINAL)
+  )
   player = jnp.where(identity < num_players, identity, 0)
 
   # Below a terminal node the model is not used: zeros, and still terminal.
@@ -330,22 +359,28 @@ def _recurrent(params, rng_key, slot, node: _Node, *, recurrent_fn,
   reward = jnp.where(below_terminal, 0.0, out.reward).astype(out.value.dtype)
   value = jnp.where(kind == _TERMINAL, 0.0, out.value).astype(out.value.dtype)
   embedding = jax.tree.map(
-      lambda new, old: jnp.where(
-          below_terminal.reshape((-1,) + (1,) * (new.ndim - 1)), old, new),
-      out.embedding, node.embedding)
+    lambda new, old: jnp.where(below_terminal.reshape((-1,) + (1,) * (new.ndim - 1)), old, new),
+    out.embedding,
+    node.embedding,
+  )
   prior = jnp.where(
-      (kind == _CHOICE)[:, None], _pad(out.policy_logits, num_slots),
-      jnp.where((kind == _CHANCE)[:, None],
-                _pad(out.chance_logits, num_slots),
-                jnp.zeros((batch_size, num_slots), out.policy_logits.dtype)))
+    (kind == _CHOICE)[:, None],
+    _pad(out.policy_logits, num_slots),
+    jnp.where(
+      (kind == _CHANCE)[:, None],
+      _pad(out.chance_logits, num_slots),
+      jnp.zeros((batch_size, num_slots), out.policy_logits.dtype),
+    ),
+  )
   step = mctx.RecurrentFnOutput(
-      reward=reward, discount=jnp.full_like(reward, config.discount),
-      prior_logits=prior, value=value)
+    reward=reward, discount=jnp.full_like(reward, config.discount), prior_logits=prior, value=value
+  )
   return step, _Node(embedding=embedding, kind=kind, player=player)
 
 
-def _select(rng_key, tree: mctx.Tree, node_index, depth, *, num_actions,
-            num_outcomes, flip_opponents, config):
+def _select(
+  rng_key, tree: mctx.Tree, node_index, depth, *, num_actions, num_outcomes, flip_opponents, config
+):
   """Action (slot) selection at one node of an unbatched tree."""
   kind = tree.embeddings.kind[node_index]
   player = tree.embeddings.player[node_index]
@@ -355,16 +390,13 @@ def _select(rng_key, tree: mctx.Tree, node_index, depth, *, num_actions,
 
   # Choice node: mctx.muzero_action_selection on the mover's Q.
   node_visit = tree.node_visits[node_index]
-  pb_c = config.pb_c_init + jnp.log(
-      (node_visit + config.pb_c_base + 1.) / config.pb_c_base)
+  pb_c = config.pb_c_init + jnp.log((node_visit + config.pb_c_base + 1.0) / config.pb_c_base)
   policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
   sign = mover_sign(player, flip_opponents)
   value_score = _normalized_mover_q(tree, node_index, sign)
   noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
-  choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0,
-                             slots >= num_actions)
-  choice_slot = _masked_argmax(value_score + policy_score + noise,
-                               choice_invalid)
+  choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0, slots >= num_actions)
+  choice_slot = _masked_argmax(value_score + policy_score + noise, choice_invalid)
 
   chance_invalid = slots >= num_outcomes
   if config.chance_mode == "sample":
@@ -382,9 +414,9 @@ def _select(rng_key, tree: mctx.Tree, node_index, depth, *, num_actions,
   # subtree balanced so the traversal stays shallow.
   terminal_slot = jnp.argmin(visits)
 
-  return jnp.where(kind == _CHOICE, choice_slot,
-                   jnp.where(kind == _CHANCE, chance_slot,
-                             terminal_slot)).astype(jnp.int32)
+  return jnp.where(
+    kind == _CHOICE, choice_slot, jnp.where(kind == _CHANCE, chance_slot, terminal_slot)
+  ).astype(jnp.int32)
 
 
 def mover_sign(player, flip_opponents):
@@ -403,8 +435,7 @@ def _normalized_mover_q(tree: mctx.Tree, node_index, sign):
   min_value = jnp.minimum(node_value, jnp.min(safe_qvalues, axis=-1))
   max_value = jnp.maximum(node_value, jnp.max(safe_qvalues, axis=-1))
   completed_by_min = jnp.where(visits > 0, qvalues, min_value)
-  return (completed_by_min - min_value) / jnp.maximum(max_value - min_value,
-                                                      1e-8)
+  return (completed_by_min - min_value) / jnp.maximum(max_value - min_value, 1e-8)
 
 
 def _masked_argmax(to_argmax, invalid):
@@ -415,8 +446,9 @@ def _greedy(action_weights, prior_logits, legal):
   """Most visited legal action; ties by the prior, then the first."""
   best = action_weights >= jnp.max(action_weights, axis=-1, keepdims=True)
   score = jnp.where(best & legal, prior_logits, -jnp.inf)
-  score = jnp.where(jnp.any(best & legal, axis=-1, keepdims=True), score,
-                    jnp.where(best, 0.0, -jnp.inf))
+  score = jnp.where(
+    jnp.any(best & legal, axis=-1, keepdims=True), score, jnp.where(best, 0.0, -jnp.inf)
+  )
   return jnp.argmax(score, axis=-1)
 
 
@@ -427,8 +459,7 @@ def _pad(x, num_slots, fill=None):
     return x
   if fill is None:
     fill = jnp.finfo(x.dtype).min
-  return jnp.concatenate(
-      [x, jnp.full(x.shape[:-1] + (extra,), fill, x.dtype)], axis=-1)
+  return jnp.concatenate([x, jnp.full(x.shape[:-1] + (extra,), fill, x.dtype)], axis=-1)
 
 
 # The four helpers below copy mctx.muzero_policy's private helpers (same math)
@@ -443,12 +474,11 @@ def _logits_from_probs(probs):
   return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
 
 
-def _add_dirichlet_noise(rng_key, probs, *, dirichlet_alpha,
-                         dirichlet_fraction, legal=None):
+def _add_dirichlet_noise(rng_key, probs, *, dirichlet_alpha, dirichlet_fraction, legal=None):
   batch_size, num_actions = probs.shape
   noise = jax.random.dirichlet(
-      rng_key, alpha=jnp.full([num_actions], fill_value=dirichlet_alpha),
-      shape=(batch_size,))
+    rng_key, alpha=jnp.full([num_actions], fill_value=dirichlet_alpha), shape=(batch_size,)
+  )
   if legal is not None:  # restrict to the legal actions and renormalise
     noise = jnp.where(legal, noise, 0.0)
     total = jnp.sum(noise, axis=-1, keepdims=True)

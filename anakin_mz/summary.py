@@ -22,11 +22,10 @@ class SummaryWriter:
 
   def scalars(self, step: int, values: Mapping[str, float]) -> None:
     """Logs `{tag: value}` at `step`."""
-    summary = summary_pb2.Summary(value=[
-        summary_pb2.Summary.Value(tag=tag, simple_value=float(v))
-        for tag, v in values.items()])
-    self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step),
-                                           summary=summary))
+    summary = summary_pb2.Summary(
+      value=[summary_pb2.Summary.Value(tag=tag, simple_value=float(v)) for tag, v in values.items()]
+    )
+    self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary))
 
   def flush(self) -> None:
     self._writer.flush()

@@ -40,6 +40,7 @@ class ModelOutput:
       player, chance (`num_players`), terminal (`num_players + 1`).
     embedding: the latent state, `[B, ...]`.
   """
+
   reward: chex.Array
   value: chex.Array
   policy_logits: chex.Array
@@ -60,6 +61,7 @@ class UnrollOutput:
     chance_logits: `[B, K+1, C]` chance-policy logits at depths 0..K.
     identity_logits: `[B, K, P+2]` who acts at depths 1..K.
   """
+
   value_logits: chex.Array
   reward_logits: chex.Array
   policy_logits: chex.Array
@@ -76,13 +78,13 @@ def terminal_identity(num_players: int) -> int:
   return num_players + 1
 
 
-def relative_identity(player: jax.Array, root_player: jax.Array,
-                      num_players: int) -> jax.Array:
+def relative_identity(player: jax.Array, root_player: jax.Array, num_players: int) -> jax.Array:
   """int32: identity-head class of absolute `player` (`envs.CHANCE` and
   `envs.TERMINAL` included) seen from `root_player`. Shapes broadcast."""
   import jax.numpy as jnp
   from envs.core import CHANCE
+
   rel = jnp.mod(player - root_player, num_players)
-  return jnp.where(player >= 0, rel,
-                   jnp.where(player == CHANCE, num_players,
-                             num_players + 1)).astype(jnp.int32)
+  return jnp.where(
+    player >= 0, rel, jnp.where(player == CHANCE, num_players, num_players + 1)
+  ).astype(jnp.int32)

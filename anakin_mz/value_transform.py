@@ -46,8 +46,10 @@ def two_hot(y: jax.Array, support_size: int) -> jax.Array:
   low_idx = (low + support_size).astype(jnp.int32)
   high_idx = jnp.minimum(low_idx + 1, 2 * support_size)
   n = 2 * support_size + 1
-  return (jax.nn.one_hot(low_idx, n) * (1.0 - frac)[..., None]
-          + jax.nn.one_hot(high_idx, n) * frac[..., None])
+  return (
+    jax.nn.one_hot(low_idx, n) * (1.0 - frac)[..., None]
+    + jax.nn.one_hot(high_idx, n) * frac[..., None]
+  )
 
 
 def scalar_to_categorical(x: jax.Array, support_size: int) -> jax.Array:

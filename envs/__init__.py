@@ -21,7 +21,17 @@ from envs import einstein  # noqa: F401
 from envs import breakthrough  # noqa: F401
 
 __all__ = [
-    "CHANCE", "TERMINAL", "PAYOFF_KINDS", "Env", "Game", "State", "make",
-    "register", "registered", "default_params", "chance_outcome", "Policy",
-    "random_policy",
+  "CHANCE",
+  "TERMINAL",
+  "PAYOFF_KINDS",
+  "Env",
+  "Game",
+  "State",
+  "make",
+  "register",
+  "registered",
+  "default_params",
+  "chance_outcome",
+  "Policy",
+  "random_policy",
 ]

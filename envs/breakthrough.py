@@ -70,13 +70,13 @@ class BreakthroughState:
   """board: int8 `[rows, columns]`, absolute (EMPTY, BLACK or WHITE; row 0 is
   black's home row); player: int32 `[]` to move (0 black, 1 white); winner:
   int32 `[]`, -1 while the game goes on."""
+
   board: jax.Array
   player: jax.Array
   winner: jax.Array
 
 
-def view_squares(sq: jax.Array, player: jax.Array,
-                 num_squares: int) -> jax.Array:
+def view_squares(sq: jax.Array, player: jax.Array, num_squares: int) -> jax.Array:
   """Maps flat squares (`row * columns + col`) of the absolute board to
   `player`'s frame (turned 180 degrees for player 1) and back: the map is its
   own inverse. Any shape."""
@@ -104,8 +104,9 @@ def action_tables(rows: int, columns: int) -> dict:
   r2, c2 = r + 1, c + np.asarray(MOVE_COL)[d]
   on_board = (r2 < rows) & (c2 >= 0) & (c2 < columns)
   dst = np.where(on_board, r2 * columns + c2, 0)
-  return dict(src=square.astype(np.int32), dst=dst.astype(np.int32),
-              on_board=on_board, straight=d == 1)
+  return dict(
+    src=square.astype(np.int32), dst=dst.astype(np.int32), on_board=on_board, straight=d == 1
+  )
 
 
 @register
@@ -124,8 +125,7 @@ class Breakthrough(Game):
   def validate_params(cls, params):
     for key in ("rows", "columns"):
       if not 2 <= params[key] <= MAX_SIDE:
-        raise ValueError(f"breakthrough: {key} must be in 2..{MAX_SIDE}, "
-                         f"got {params[key]}")
+        raise ValueError(f"breakthrough: {key} must be in 2..{MAX_SIDE}, got {params[key]}")
 
   def __init__(self, **params):
     super().__init__(**params)
@@ -171,7 +171,7 @@ class Breakthrough(Game):
     board = np.zeros((self.rows, self.columns), np.int8)
     home = 2 if self.rows >= ROWS_FOR_TWO_ROWS else 1
     board[:home] = BLACK
-    board[self.rows - home:] = WHITE
+    board[self.rows - home :] = WHITE
     return board
 
   def from_board(self, board, player: int) -> BreakthroughState:
@@ -180,12 +180,12 @@ class Breakthrough(Game):
     inferred)."""
     board = np.asarray(board, np.int8)
     if board.shape != (self.rows, self.columns):
-      raise ValueError(f"breakthrough: board shape {board.shape} != "
-                       f"{(self.rows, self.columns)}")
+      raise ValueError(f"breakthrough: board shape {board.shape} != {(self.rows, self.columns)}")
     if player not in (0, 1):
       raise ValueError(f"breakthrough: player must be 0 or 1, got {player}")
-    return BreakthroughState(board=jnp.asarray(board), player=jnp.int32(player),
-                             winner=jnp.int32(-1))
+    return BreakthroughState(
+      board=jnp.asarray(board), player=jnp.int32(player), winner=jnp.int32(-1)
+    )
 
   def init(self, key: jax.Array) -> BreakthroughState:
     del key  # the start is fixed
@@ -229,9 +229,12 @@ class Breakthrough(Game):
     winner = jnp.where(wins, g.player, -1).astype(jnp.int32)
     sign = jnp.where(g.player == 0, 1.0, -1.0)
     rewards = jnp.where(wins, jnp.stack([sign, -sign]), 0.0)
-    return (BreakthroughState(board=board.reshape(self.rows, self.columns),
-                              player=1 - g.player, winner=winner),
-            rewards.astype(jnp.float32))
+    return (
+      BreakthroughState(
+        board=board.reshape(self.rows, self.columns), player=1 - g.player, winner=winner
+      ),
+      rewards.astype(jnp.float32),
+    )
 
   def observe(self, g: BreakthroughState, player: jax.Array) -> jax.Array:
     player = jnp.asarray(player, jnp.int32)
@@ -246,8 +249,7 @@ class Breakthrough(Game):
 
   def render(self, g: BreakthroughState) -> str:
     board = np.asarray(g.board).reshape(self.rows, self.columns)
-    lines = [f"{self.rows - r:>2} " + "".join(".bw"[v] for v in board[r])
-             for r in range(self.rows)]
+    lines = [f"{self.rows - r:>2} " + "".join(".bw"[v] for v in board[r]) for r in range(self.rows)]
     lines.append("   " + "".join(chr(ord("a") + c) for c in range(self.columns)))
     winner = int(g.winner)
     if winner >= 0:
@@ -266,8 +268,7 @@ class Breakthrough(Game):
       return str(action)
     src, dst, capture = (int(x) for x in _absolute_move(g, action))
     (r, c), (r2, c2) = divmod(src, cols), divmod(dst, cols)
-    name = (f"{chr(ord('a') + c)}{rows - r}"
-            f"{chr(ord('a') + c2)}{rows - r2}")
+    name = f"{chr(ord('a') + c)}{rows - r}{chr(ord('a') + c2)}{rows - r2}"
     return name + ("*" if capture else "")
 
 
@@ -302,8 +303,7 @@ def to_openspiel_action(g: BreakthroughState, action: jax.Array) -> jax.Array:
   return ((src * 6 + direction) * 2 + capture.astype(jnp.int32)).astype(jnp.int32)
 
 
-def from_openspiel_action(g: BreakthroughState,
-                          os_action: jax.Array) -> jax.Array:
+def from_openspiel_action(g: BreakthroughState, os_action: jax.Array) -> jax.Array:
   """int32 `[]`: our action for OpenSpiel's `os_action` in state `g` (one
   unbatched state; the inverse of `to_openspiel_action` on legal actions).
   The mover is implied by OpenSpiel's direction; `g` gives the board size."""

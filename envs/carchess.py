@@ -68,6 +68,7 @@ class CarchessState:
       cars that reached the end, cars removed by crashes, and the crash count
       (sum of k - 1 over crash cells).
   """
+
   cars: jax.Array
   red: jax.Array
   toggled: jax.Array
@@ -92,15 +93,15 @@ class Carchess(Game):
   version = 1
   payoff = "collaborative"
   default_params = {
-      "map": "tutorial",
-      "players": 2,
-      "sim_steps": 5,
-      "rounds": 10,
-      "density": 0.5,
-      "spawn_min": 0,
-      "spawn_max": 4,
-      "score_reward": 2.0,
-      "crash_reward": -1.0,
+    "map": "tutorial",
+    "players": 2,
+    "sim_steps": 5,
+    "rounds": 10,
+    "density": 0.5,
+    "spawn_min": 0,
+    "spawn_max": 4,
+    "score_reward": 2.0,
+    "crash_reward": -1.0,
   }
 
   @classmethod
@@ -108,17 +109,21 @@ class Carchess(Game):
     m = load_map(params["map"])
     n = params["players"]
     if not 1 <= n <= len(m.lights):
-      raise ValueError(f"carchess: players must be in 1..{len(m.lights)} (each round "
-                       f"every player toggles a different light; map {m.name!r} has "
-                       f"{len(m.lights)} lights), got {n}")
+      raise ValueError(
+        f"carchess: players must be in 1..{len(m.lights)} (each round "
+        f"every player toggles a different light; map {m.name!r} has "
+        f"{len(m.lights)} lights), got {n}"
+      )
     for key in ("sim_steps", "rounds"):
       if params[key] < 1:
         raise ValueError(f"carchess: {key} must be >= 1, got {params[key]}")
     if not 0.0 < params["density"] <= 1.0:
       raise ValueError(f"carchess: density must be in (0, 1], got {params['density']}")
     if not 0 <= params["spawn_min"] <= params["spawn_max"]:
-      raise ValueError("carchess: need 0 <= spawn_min <= spawn_max, got "
-                       f"spawn_min={params['spawn_min']}, spawn_max={params['spawn_max']}")
+      raise ValueError(
+        "carchess: need 0 <= spawn_min <= spawn_max, got "
+        f"spawn_min={params['spawn_min']}, spawn_max={params['spawn_max']}"
+      )
 
   def __init__(self, **params):
     super().__init__(**params)
@@ -245,8 +250,7 @@ class Carchess(Game):
 
   @property
   def observation_shape(self) -> Tuple[int, ...]:
-    c = (self.num_lanes + 1 + self._max_cap + 1 + self.num_players
-         + self.params["rounds"])
+    c = self.num_lanes + 1 + self._max_cap + 1 + self.num_players + self.params["rounds"]
     return (self.map.height, self.map.width, c)
 
   @property
@@ -259,17 +263,25 @@ class Carchess(Game):
     L, A = self.num_lanes, self.map.max_lane_length
     zero = jnp.int32(0)
     return CarchessState(
-        cars=jnp.zeros((L, A), jnp.bool_),
-        red=jax.random.bernoulli(key, 0.5, (self.num_lights,)),
-        toggled=jnp.zeros((self.num_lights,), jnp.bool_),
-        counters=jnp.zeros((L,), jnp.int32),
-        round=zero, turn=zero, chance_lane=zero,
-        spawned=zero, scored=zero, crashed=zero, crashes=zero)
+      cars=jnp.zeros((L, A), jnp.bool_),
+      red=jax.random.bernoulli(key, 0.5, (self.num_lights,)),
+      toggled=jnp.zeros((self.num_lights,), jnp.bool_),
+      counters=jnp.zeros((L,), jnp.int32),
+      round=zero,
+      turn=zero,
+      chance_lane=zero,
+      spawned=zero,
+      scored=zero,
+      crashed=zero,
+      crashes=zero,
+    )
 
   def current_player(self, g: CarchessState) -> jax.Array:
-    return jnp.where(g.round >= self.params["rounds"], TERMINAL,
-                     jnp.where(g.chance_lane < self.num_lanes, CHANCE,
-                               g.turn)).astype(jnp.int32)
+    return jnp.where(
+      g.round >= self.params["rounds"],
+      TERMINAL,
+      jnp.where(g.chance_lane < self.num_lanes, CHANCE, g.turn),
+    ).astype(jnp.int32)
 
   def legal_action_mask(self, g: CarchessState) -> jax.Array:
     grid = jnp.asarray(self._light_grid)  # [light, cell]
@@ -287,8 +299,10 @@ class Carchess(Game):
 
   def apply_chance(self, g: CarchessState, outcome: jax.Array):
     lane = jnp.arange(self.num_lanes) == g.chance_lane
-    g = g.replace(counters=g.counters + jnp.where(lane, outcome, 0).astype(jnp.int32),
-                  chance_lane=g.chance_lane + 1)
+    g = g.replace(
+      counters=g.counters + jnp.where(lane, outcome, 0).astype(jnp.int32),
+      chance_lane=g.chance_lane + 1,
+    )
     return g, jnp.zeros((self.num_players,), jnp.float32)
 
   def apply_action(self, g: CarchessState, action: jax.Array):
@@ -298,14 +312,17 @@ class Carchess(Game):
     def end_round(g):
       g, reward = self.simulate(g, self.params["sim_steps"])
       rnd = g.round + 1
-      g = g.replace(toggled=jnp.zeros_like(g.toggled), turn=jnp.int32(0),
-                    round=rnd,
-                    chance_lane=jnp.where(rnd < self.params["rounds"], 0,
-                                          self.num_lanes).astype(jnp.int32))
+      g = g.replace(
+        toggled=jnp.zeros_like(g.toggled),
+        turn=jnp.int32(0),
+        round=rnd,
+        chance_lane=jnp.where(rnd < self.params["rounds"], 0, self.num_lanes).astype(jnp.int32),
+      )
       return g, reward
 
-    g, reward = jax.lax.cond(g.turn >= self.num_players, end_round,
-                             lambda g: (g, jnp.float32(0.0)), g)
+    g, reward = jax.lax.cond(
+      g.turn >= self.num_players, end_round, lambda g: (g, jnp.float32(0.0)), g
+    )
     return g, jnp.full((self.num_players,), reward, jnp.float32)
 
   # The simulation.
@@ -348,10 +365,14 @@ class Carchess(Game):
     crashed = (node_cell @ crash_cell.astype(jnp.float32)) > 0
     cars = cars & ~crashed.reshape(shape)
     spawn = spawn.astype(jnp.int32)
-    g = g.replace(cars=cars, counters=g.counters - spawn,
-                  spawned=g.spawned + jnp.sum(spawn),
-                  scored=g.scored + scored, crashed=g.crashed + removed,
-                  crashes=g.crashes + crashes)
+    g = g.replace(
+      cars=cars,
+      counters=g.counters - spawn,
+      spawned=g.spawned + jnp.sum(spawn),
+      scored=g.scored + scored,
+      crashed=g.crashed + removed,
+      crashes=g.crashes + crashes,
+    )
     return g, scored, crashes
 
   def simulate(self, g: CarchessState, steps: int) -> Tuple[CarchessState, jax.Array]:
@@ -416,19 +437,28 @@ class Carchess(Game):
     lines = ["".join(row).rstrip() for row in grid]
     rnd, rounds = int(g.round), self.params["rounds"]
     player = int(self.current_player(g))
-    who = ("game over" if player == TERMINAL else
-           f"chance: spawn counter of lane {int(g.chance_lane)}" if player == CHANCE
-           else f"player {player} to move")
-    lines.append(f"round {min(rnd + 1, rounds)}/{rounds}, {who}; scored {int(g.scored)}, "
-                 f"crashes {int(g.crashes)} ({int(g.crashed)} cars), "
-                 f"spawned {int(g.spawned)}")
+    who = (
+      "game over"
+      if player == TERMINAL
+      else f"chance: spawn counter of lane {int(g.chance_lane)}"
+      if player == CHANCE
+      else f"player {player} to move"
+    )
+    lines.append(
+      f"round {min(rnd + 1, rounds)}/{rounds}, {who}; scored {int(g.scored)}, "
+      f"crashes {int(g.crashes)} ({int(g.crashed)} cars), "
+      f"spawned {int(g.spawned)}"
+    )
     for l, lane in enumerate(m.lanes):
-      lines.append(f"lane {l} ({chr(ord('A') + l) if l < 26 else '*'}): enters "
-                   f"{list(lane[0])} {_ARROWS[tuple(self._heading[l, 0])]}, "
-                   f"spawn counter {int(counters[l])}/{int(self._caps[l])}")
-    lights = ", ".join(f"{list(cell)} {'red' if red[k] else 'green'}"
-                       f"{' (toggled)' if toggled[k] else ''}"
-                       for k, cell in enumerate(m.lights))
+      lines.append(
+        f"lane {l} ({chr(ord('A') + l) if l < 26 else '*'}): enters "
+        f"{list(lane[0])} {_ARROWS[tuple(self._heading[l, 0])]}, "
+        f"spawn counter {int(counters[l])}/{int(self._caps[l])}"
+      )
+    lights = ", ".join(
+      f"{list(cell)} {'red' if red[k] else 'green'}{' (toggled)' if toggled[k] else ''}"
+      for k, cell in enumerate(m.lights)
+    )
     lines.append(f"lights: {lights}")
     return "\n".join(lines)
 

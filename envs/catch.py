@@ -25,6 +25,7 @@ from envs.registry import register
 class CatchState:
   """ball_row, ball_col, paddle_col: int32 `[]`; started: bool `[]`
   (False until chance has placed the ball)."""
+
   ball_row: jax.Array
   ball_col: jax.Array
   paddle_col: jax.Array
@@ -71,15 +72,17 @@ class Catch(Game):
   def init(self, key: jax.Array) -> CatchState:
     del key  # the start is a chance node
     return CatchState(
-        ball_row=jnp.int32(0), ball_col=jnp.int32(0),
-        paddle_col=jnp.int32(self.columns // 2), started=jnp.bool_(False))
+      ball_row=jnp.int32(0),
+      ball_col=jnp.int32(0),
+      paddle_col=jnp.int32(self.columns // 2),
+      started=jnp.bool_(False),
+    )
 
   def _over(self, g: CatchState) -> jax.Array:
     return g.ball_row >= self.rows - 1
 
   def current_player(self, g: CatchState) -> jax.Array:
-    return jnp.where(~g.started, CHANCE,
-                     jnp.where(self._over(g), TERMINAL, 0)).astype(jnp.int32)
+    return jnp.where(~g.started, CHANCE, jnp.where(self._over(g), TERMINAL, 0)).astype(jnp.int32)
 
   def legal_action_mask(self, g: CatchState) -> jax.Array:
     return jnp.ones((3,), jnp.bool_)
@@ -88,8 +91,9 @@ class Catch(Game):
     return jnp.full((self.columns,), 1.0 / self.columns, jnp.float32)
 
   def apply_chance(self, g: CatchState, outcome: jax.Array):
-    return g.replace(ball_col=outcome.astype(jnp.int32),
-                     started=jnp.bool_(True)), jnp.zeros((1,), jnp.float32)
+    return g.replace(ball_col=outcome.astype(jnp.int32), started=jnp.bool_(True)), jnp.zeros(
+      (1,), jnp.float32
+    )
 
   def apply_action(self, g: CatchState, action: jax.Array):
     paddle = jnp.clip(g.paddle_col + action - 1, 0, self.columns - 1)
@@ -103,7 +107,7 @@ class Catch(Game):
     # One-hot outer products rather than scatters: much faster under vmap.
     rows = jnp.arange(self.rows)
     cols = jnp.arange(self.columns)
-    ball = ((rows == g.ball_row)[:, None] & (cols == g.ball_col)[None, :] & g.started)
+    ball = (rows == g.ball_row)[:, None] & (cols == g.ball_col)[None, :] & g.started
     paddle = (rows == self.rows - 1)[:, None] & (cols == g.paddle_col)[None, :]
     return (ball | paddle).astype(jnp.float32)[..., None]
 

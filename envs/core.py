@@ -159,13 +159,11 @@ class Game(abc.ABC):
     """float32 `[num_chance_outcomes]`; only read at chance nodes."""
 
   @abc.abstractmethod
-  def apply_action(self, g: GameState,
-                   action: jax.Array) -> Tuple[GameState, jax.Array]:
+  def apply_action(self, g: GameState, action: jax.Array) -> Tuple[GameState, jax.Array]:
     """Applies a legal player action. Returns (g', rewards `[num_players]`)."""
 
   @abc.abstractmethod
-  def apply_chance(self, g: GameState,
-                   outcome: jax.Array) -> Tuple[GameState, jax.Array]:
+  def apply_chance(self, g: GameState, outcome: jax.Array) -> Tuple[GameState, jax.Array]:
     """Applies a possible chance outcome. Returns (g', rewards)."""
 
   @abc.abstractmethod
@@ -219,7 +217,7 @@ class Env:
 
   @property
   def payoff(self) -> str:
-    """"single", "zero_sum" or "collaborative"."""
+    """ "single", "zero_sum" or "collaborative"."""
     return self._game.payoff
 
   @property
@@ -254,18 +252,18 @@ class Env:
     """
     g = self._game.init(key)
     return self._make_state(
-        g,
-        rewards=jnp.zeros((self.num_players,), jnp.float32),
-        step_count=jnp.int32(0),
-        illegal=jnp.bool_(False))
+      g,
+      rewards=jnp.zeros((self.num_players,), jnp.float32),
+      step_count=jnp.int32(0),
+      illegal=jnp.bool_(False),
+    )
 
   def reset(self, key: jax.Array) -> State:
     """`init`, then samples chance until a decision or terminal node."""
     k_init, k_chance = jax.random.split(key)
     return self.sample_chance(self.init(k_init), k_chance)
 
-  def step(self, state: State, action: jax.Array,
-           key: Optional[jax.Array] = None) -> State:
+  def step(self, state: State, action: jax.Array, key: Optional[jax.Array] = None) -> State:
     """Applies one transition, then with `key` samples the chance that follows.
 
     Args:
@@ -324,8 +322,10 @@ class Env:
     For Python callers; inside jit, see `step` for the defined behaviour.
     """
     if jnp.ndim(state.current_player) != 0:
-      raise ValueError("check_action takes one unbatched state; got "
-                       f"current_player of shape {jnp.shape(state.current_player)}")
+      raise ValueError(
+        "check_action takes one unbatched state; got "
+        f"current_player of shape {jnp.shape(state.current_player)}"
+      )
     player = int(state.current_player)
     try:
       a = int(action)
@@ -338,19 +338,19 @@ class Env:
       possible = [i for i, p in enumerate(probs) if p > 0]
       if not 0 <= a < self.num_chance_outcomes or probs[a] <= 0:
         raise ValueError(
-            f"{self.id}: chance outcome {a} is impossible at this chance node; "
-            f"possible outcomes: {possible}")
+          f"{self.id}: chance outcome {a} is impossible at this chance node; "
+          f"possible outcomes: {possible}"
+        )
       return
     mask = jax.device_get(state.legal_action_mask)
     legal = [i for i, m in enumerate(mask) if m]
     if not 0 <= a < self.num_actions or not mask[a]:
-      names = ", ".join(f"{i} ({self._game.action_to_string(state.game, i)})"
-                        for i in legal)
-      raise ValueError(f"{self.id}: action {a} is illegal for player {player}; "
-                       f"legal actions: {names}")
+      names = ", ".join(f"{i} ({self._game.action_to_string(state.game, i)})" for i in legal)
+      raise ValueError(
+        f"{self.id}: action {a} is illegal for player {player}; legal actions: {names}"
+      )
 
-  def checked_step(self, state: State, action: int,
-                   key: Optional[jax.Array] = None) -> State:
+  def checked_step(self, state: State, action: int, key: Optional[jax.Array] = None) -> State:
     """`check_action` then `step`: the safe entry point for Python callers."""
     self.check_action(state, action)
     return self.step(state, action, key)
@@ -367,9 +367,14 @@ class Env:
     return text
 
   # Internals.
-  def _make_state(self, g: GameState, rewards: jax.Array,
-                  step_count: jax.Array, illegal: jax.Array,
-                  truncated: Optional[jax.Array] = None) -> State:
+  def _make_state(
+    self,
+    g: GameState,
+    rewards: jax.Array,
+    step_count: jax.Array,
+    illegal: jax.Array,
+    truncated: Optional[jax.Array] = None,
+  ) -> State:
     game = self._game
     player = game.current_player(g).astype(jnp.int32)
     terminated = player == TERMINAL
@@ -382,16 +387,17 @@ class Env:
     probs = jnp.where(player == CHANCE, game.chance_probs(g), 0.0)
     view = jnp.where(decision, player, game.perspective(g)).astype(jnp.int32)
     return State(
-        current_player=player,
-        legal_action_mask=mask.astype(jnp.bool_),
-        chance_probs=probs.astype(jnp.float32),
-        observation=game.observe(g, view).astype(jnp.float32),
-        rewards=rewards.astype(jnp.float32),
-        terminated=terminated | illegal,
-        truncated=truncated,
-        step_count=step_count,
-        illegal_action=illegal,
-        game=g)
+      current_player=player,
+      legal_action_mask=mask.astype(jnp.bool_),
+      chance_probs=probs.astype(jnp.float32),
+      observation=game.observe(g, view).astype(jnp.float32),
+      rewards=rewards.astype(jnp.float32),
+      terminated=terminated | illegal,
+      truncated=truncated,
+      step_count=step_count,
+      illegal_action=illegal,
+      game=g,
+    )
 
   def _illegal_rewards(self, mover: jax.Array) -> jax.Array:
     n = self.num_players
@@ -408,37 +414,38 @@ class Env:
     is_chance = player == CHANCE
     in_actions = (action >= 0) & (action < self.num_actions)
     in_outcomes = (action >= 0) & (action < self.num_chance_outcomes)
-    legal_move = in_actions & state.legal_action_mask[
-        jnp.clip(action, 0, self.num_actions - 1)]
-    possible = in_outcomes & (state.chance_probs[
-        jnp.clip(action, 0, self.num_chance_outcomes - 1)] > 0)
+    legal_move = in_actions & state.legal_action_mask[jnp.clip(action, 0, self.num_actions - 1)]
+    possible = in_outcomes & (
+      state.chance_probs[jnp.clip(action, 0, self.num_chance_outcomes - 1)] > 0
+    )
     ok = jnp.where(is_chance, possible, legal_move)
 
     safe_action = jnp.clip(action, 0, self.num_actions - 1)
     safe_outcome = jnp.clip(action, 0, self.num_chance_outcomes - 1)
     g_next, rewards = jax.lax.cond(
-        is_chance,
-        lambda: game.apply_chance(state.game, safe_outcome),
-        lambda: game.apply_action(state.game, safe_action))
+      is_chance,
+      lambda: game.apply_chance(state.game, safe_outcome),
+      lambda: game.apply_action(state.game, safe_action),
+    )
     rewards = rewards.astype(jnp.float32)
 
     step_count = state.step_count + 1
     illegal = ~ok
-    penalty = jnp.where(is_chance, jnp.zeros((self.num_players,)),
-                        self._illegal_rewards(jnp.maximum(player, 0)))
+    penalty = jnp.where(
+      is_chance, jnp.zeros((self.num_players,)), self._illegal_rewards(jnp.maximum(player, 0))
+    )
     rewards = jnp.where(illegal, penalty, rewards)
-    g_next = jax.tree.map(lambda new, old: jnp.where(illegal, old, new),
-                          g_next, state.game)
+    g_next = jax.tree.map(lambda new, old: jnp.where(illegal, old, new), g_next, state.game)
     new_state = self._make_state(
-        g_next, rewards, step_count, illegal,
-        truncated=step_count >= self.max_game_length)
+      g_next, rewards, step_count, illegal, truncated=step_count >= self.max_game_length
+    )
     # Illegal: keep the old board but end the game.
     new_state = new_state.replace(
-        current_player=jnp.where(illegal, TERMINAL, new_state.current_player),
-        legal_action_mask=new_state.legal_action_mask & ~illegal,
-        chance_probs=jnp.where(illegal, 0.0, new_state.chance_probs),
-        truncated=new_state.truncated & ~illegal)
+      current_player=jnp.where(illegal, TERMINAL, new_state.current_player),
+      legal_action_mask=new_state.legal_action_mask & ~illegal,
+      chance_probs=jnp.where(illegal, 0.0, new_state.chance_probs),
+      truncated=new_state.truncated & ~illegal,
+    )
     # A done state is absorbing with zero rewards.
     done_state = state.replace(rewards=jnp.zeros_like(state.rewards))
-    return jax.tree.map(lambda d, n: jnp.where(state.done, d, n), done_state,
-                        new_state)
+    return jax.tree.map(lambda d, n: jnp.where(state.done, d, n), done_state, new_state)

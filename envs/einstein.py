@@ -65,8 +65,14 @@ NUM_PLANES = 19
 # Square-index step of the three moves in the mover's view: diag, down, right.
 _STEP = np.array([SIZE + 1, SIZE, 1], np.int32)
 # _INSIDE[square, d]: the view move d from `square` stays on the board.
-_INSIDE = np.array([[r < SIZE - 1 and c < SIZE - 1, r < SIZE - 1, c < SIZE - 1]
-                    for r in range(SIZE) for c in range(SIZE)], bool)
+_INSIDE = np.array(
+  [
+    [r < SIZE - 1 and c < SIZE - 1, r < SIZE - 1, c < SIZE - 1]
+    for r in range(SIZE)
+    for c in range(SIZE)
+  ],
+  bool,
+)
 # Start squares in OpenSpiel's row-major fill order.
 _START = np.array([[0, 1, 2, 5, 6, 10], [14, 18, 19, 22, 23, 24]], np.int32)
 # OpenSpiel direction of each view direction d, per player: (dr, dc) offsets
@@ -101,6 +107,7 @@ class EinsteinState:
     to_move: int32 `[]`, the player who moves after the next roll.
     winner: int32 `[]`, -1 while the game runs, else the winner.
   """
+
   pos: jax.Array
   placed: jax.Array
   die: jax.Array
@@ -130,9 +137,12 @@ def selectable(pos_row: jax.Array, die: jax.Array) -> jax.Array:
   return jnp.where(exact, idx == die, (idx == lower) | (idx == higher))
 
 
-def position(black: Mapping[int, Tuple[int, int]],
-             white: Mapping[int, Tuple[int, int]], to_move: int,
-             die: Optional[int] = None) -> EinsteinState:
+def position(
+  black: Mapping[int, Tuple[int, int]],
+  white: Mapping[int, Tuple[int, int]],
+  to_move: int,
+  die: Optional[int] = None,
+) -> EinsteinState:
   """A hand-built race position (Python side, for tests and analysis).
 
   Args:
@@ -162,9 +172,13 @@ def position(black: Mapping[int, Tuple[int, int]],
     raise ValueError(f"to_move must be 0 or 1, got {to_move!r}")
   if die is not None and die not in range(1, 7):
     raise ValueError(f"die must be a face 1..6 or None, got {die!r}")
-  return EinsteinState(pos=jnp.asarray(pos), placed=jnp.int32(2),
-                       die=jnp.int32(-1 if die is None else die - 1),
-                       to_move=jnp.int32(to_move), winner=jnp.int32(-1))
+  return EinsteinState(
+    pos=jnp.asarray(pos),
+    placed=jnp.int32(2),
+    die=jnp.int32(-1 if die is None else die - 1),
+    to_move=jnp.int32(to_move),
+    winner=jnp.int32(-1),
+  )
 
 
 @register
@@ -179,8 +193,9 @@ class Einstein(Game):
   @classmethod
   def validate_params(cls, params):
     if params["placement"] not in PLACEMENTS:
-      raise ValueError(f"einstein: placement must be one of {PLACEMENTS}, "
-                       f"got {params['placement']!r}")
+      raise ValueError(
+        f"einstein: placement must be one of {PLACEMENTS}, got {params['placement']!r}"
+      )
 
   @property
   def placement(self) -> str:
@@ -214,13 +229,19 @@ class Einstein(Game):
       table = jnp.asarray(PLACEMENT_SQUARES)
       pos = jnp.stack([table[0, idx[0]], table[1, idx[1]]])
       placed = 2
-    return EinsteinState(pos=pos, placed=jnp.int32(placed), die=jnp.int32(-1),
-                         to_move=jnp.int32(1), winner=jnp.int32(-1))
+    return EinsteinState(
+      pos=pos,
+      placed=jnp.int32(placed),
+      die=jnp.int32(-1),
+      to_move=jnp.int32(1),
+      winner=jnp.int32(-1),
+    )
 
   def current_player(self, g: EinsteinState) -> jax.Array:
     rolling = (g.placed < 2) | (g.die < 0)
-    return jnp.where(g.winner >= 0, TERMINAL,
-                     jnp.where(rolling, CHANCE, g.to_move)).astype(jnp.int32)
+    return jnp.where(g.winner >= 0, TERMINAL, jnp.where(rolling, CHANCE, g.to_move)).astype(
+      jnp.int32
+    )
 
   def perspective(self, g: EinsteinState) -> jax.Array:
     return g.to_move
@@ -272,8 +293,7 @@ class Einstein(Game):
     winner = jnp.where(won, p, -1).astype(jnp.int32)
     sign = jnp.where(jnp.arange(2) == p, 1.0, -1.0)
     rewards = jnp.where(won, sign, 0.0).astype(jnp.float32)
-    g = g.replace(pos=pos, die=jnp.int32(-1), to_move=(1 - p).astype(jnp.int32),
-                  winner=winner)
+    g = g.replace(pos=pos, die=jnp.int32(-1), to_move=(1 - p).astype(jnp.int32), winner=winner)
     return g, rewards
 
   def observe(self, g: EinsteinState, player: jax.Array) -> jax.Array:
@@ -317,8 +337,9 @@ class Einstein(Game):
     p = int(g.to_move)
     src_view, d = divmod(action, 3)
     tgt_view = src_view + int(_STEP[d])
-    src, tgt = ((src_view, tgt_view) if p == 0 else
-                (NUM_SQUARES - 1 - src_view, NUM_SQUARES - 1 - tgt_view))
+    src, tgt = (
+      (src_view, tgt_view) if p == 0 else (NUM_SQUARES - 1 - src_view, NUM_SQUARES - 1 - tgt_view)
+    )
     mine = np.asarray(g.pos)[p]
     piece = [k + 1 for k in range(NUM_PIECES) if mine[k] == src]
     name = f"{'bw'[p]}{piece[0] if piece else '?'}"

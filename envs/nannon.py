@@ -84,8 +84,11 @@ def num_positions(points: int, checkers: int) -> int:
   others are split between HOME and SAFETY in k + 1 - i (k + 1 - j) ways.
   """
   n, k = points, checkers
-  return sum(comb(n, i) * comb(n - i, j) * (k + 1 - i) * (k + 1 - j)
-             for i in range(min(k, n) + 1) for j in range(min(k, n - i) + 1))
+  return sum(
+    comb(n, i) * comb(n - i, j) * (k + 1 - i) * (k + 1 - j)
+    for i in range(min(k, n) + 1)
+    for j in range(min(k, n - i) + 1)
+  )
 
 
 def parse_start(start: str, points: int, checkers: int) -> Tuple[int, ...]:
@@ -96,27 +99,31 @@ def parse_start(start: str, points: int, checkers: int) -> Tuple[int, ...]:
   try:
     spots = tuple(sorted(int(s) for s in text.split(",")))
   except ValueError:
-    raise ValueError(f"nannon: start must be comma-separated spot numbers "
-                     f"such as '1,2' (or '' for all at HOME), got {start!r}") from None
+    raise ValueError(
+      f"nannon: start must be comma-separated spot numbers "
+      f"such as '1,2' (or '' for all at HOME), got {start!r}"
+    ) from None
   if len(set(spots)) != len(spots):
     raise ValueError(f"nannon: start spots must be distinct, got {start!r}")
   if any(not 1 <= s <= points for s in spots):
-    raise ValueError(f"nannon: start spots must lie in 1..points={points}, "
-                     f"got {start!r}")
+    raise ValueError(f"nannon: start spots must lie in 1..points={points}, got {start!r}")
   if len(spots) > checkers:
-    raise ValueError(f"nannon: start places {len(spots)} checkers but each "
-                     f"side has checkers={checkers}")
+    raise ValueError(
+      f"nannon: start places {len(spots)} checkers but each side has checkers={checkers}"
+    )
   clash = [s for s in spots if points + 1 - s in spots]
   if clash:
     raise ValueError(
-        f"nannon: start {start!r} puts both sides on one spot (my spot s is "
-        f"the opponent's spot points+1-s={points + 1 - clash[0]}); pick spots "
-        f"with no two summing to points+1={points + 1}")
+      f"nannon: start {start!r} puts both sides on one spot (my spot s is "
+      f"the opponent's spot points+1-s={points + 1 - clash[0]}); pick spots "
+      f"with no two summing to points+1={points + 1}"
+    )
   return spots
 
 
-def legal_moves(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
-                roll: jax.Array) -> jax.Array:
+def legal_moves(
+  mine: jax.Array, theirs: jax.Array, home_me: jax.Array, roll: jax.Array
+) -> jax.Array:
   """bool `[n + 1]`: which actions (0 HOME, s = spot s) are legal with `roll`.
 
   Args:
@@ -129,10 +136,8 @@ def legal_moves(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
   src = jnp.arange(n + 1)
   has = jnp.concatenate([(home_me > 0)[None], mine])
   dest = src + roll  # 1..n lands on the board; > n bears off
-  pad_mine = jnp.concatenate([jnp.zeros((1,), bool), mine,
-                              jnp.zeros((n + 2,), bool)])
-  pad_theirs = jnp.concatenate([jnp.zeros((1,), bool), theirs,
-                                jnp.zeros((n + 2,), bool)])
+  pad_mine = jnp.concatenate([jnp.zeros((1,), bool), mine, jnp.zeros((n + 2,), bool)])
+  pad_theirs = jnp.concatenate([jnp.zeros((1,), bool), theirs, jnp.zeros((n + 2,), bool)])
   d = jnp.minimum(dest, n + 1)  # index into the padded arrays
   on_board = dest <= n
   own = pad_mine[d]
@@ -142,8 +147,14 @@ def legal_moves(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
   return has & ~blocked
 
 
-def apply_move(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
-               home_opp: jax.Array, roll: jax.Array, action: jax.Array):
+def apply_move(
+  mine: jax.Array,
+  theirs: jax.Array,
+  home_me: jax.Array,
+  home_opp: jax.Array,
+  roll: jax.Array,
+  action: jax.Array,
+):
   """Plays a legal `action` with `roll`, still from the mover's point of view.
 
   Returns (mine, theirs, home_me, home_opp) after the move, same shapes.
@@ -152,7 +163,7 @@ def apply_move(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
   spots = jnp.arange(1, n + 1)
   dest = action + roll
   src_hot = spots == action  # all False for action 0 (HOME)
-  dst_hot = spots == dest    # all False when bearing off
+  dst_hot = spots == dest  # all False when bearing off
   hit = jnp.any(theirs & dst_hot)
   mine = (mine & ~src_hot) | dst_hot
   theirs = theirs & ~dst_hot
@@ -168,6 +179,7 @@ class NannonState:
   mover: int32 `[]` the player to roll or move (the winner once over).
   phase: int32 `[]` OPENING, ROLL, DECIDE or OVER. die: int32 `[]` the roll
   being played (0 when none)."""
+
   board: jax.Array
   home: jax.Array
   mover: jax.Array
@@ -182,8 +194,7 @@ def relative(board: jax.Array, home: jax.Array, player: jax.Array):
   return mine, theirs, home[player], home[1 - player]
 
 
-def state_at(env: Env, spots0=(), spots1=(), home=(0, 0), mover: int = 0,
-             die: int = 0) -> State:
+def state_at(env: Env, spots0=(), spots1=(), home=(0, 0), mover: int = 0, die: int = 0) -> State:
   """A hand-built `envs.State` (Python side; for tests and analysis).
 
   Args:
@@ -210,19 +221,23 @@ def state_at(env: Env, spots0=(), spots1=(), home=(0, 0), mover: int = 0,
     if len(spots) + home[p] > k:
       raise ValueError(f"player {p} has more than checkers={k} checkers")
   if any(board[0][s] and board[1][n - 1 - s] for s in range(n)):
-    raise ValueError("both players on one spot (spot s of player 0 is spot "
-                     "n+1-s of player 1)")
+    raise ValueError("both players on one spot (spot s of player 0 is spot n+1-s of player 1)")
   if not 0 <= die <= d or mover not in (0, 1):
     raise ValueError(f"die must be in 0..{d} and mover 0 or 1")
-  g = NannonState(board=jnp.asarray(board), home=jnp.asarray(home, jnp.int32),
-                  mover=jnp.int32(mover),
-                  phase=jnp.int32(DECIDE if die else ROLL), die=jnp.int32(die))
+  g = NannonState(
+    board=jnp.asarray(board),
+    home=jnp.asarray(home, jnp.int32),
+    mover=jnp.int32(mover),
+    phase=jnp.int32(DECIDE if die else ROLL),
+    die=jnp.int32(die),
+  )
   if die and not bool(jnp.any(game.legal_action_mask(g))):
-    raise ValueError(f"no legal move with die {die}: the turn is forfeited, "
-                     "so this is not a decision node")
+    raise ValueError(
+      f"no legal move with die {die}: the turn is forfeited, so this is not a decision node"
+    )
   return env._make_state(  # pylint: disable=protected-access
-      g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0),
-      illegal=jnp.bool_(False))
+    g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0), illegal=jnp.bool_(False)
+  )
 
 
 @register
@@ -240,12 +255,15 @@ class Nannon(Game):
     if k < 1:
       raise ValueError(f"nannon: checkers must be >= 1, got {k}")
     if d < 2:
-      raise ValueError(f"nannon: die_sides must be >= 2 (the opening roll needs "
-                       f"two different faces), got {d}")
+      raise ValueError(
+        f"nannon: die_sides must be >= 2 (the opening roll needs two different faces), got {d}"
+      )
     if num_positions(n, k) >= 2**31:
-      raise ValueError(f"nannon: points={n}, checkers={k} has "
-                       f"{num_positions(n, k):,} positions; the int32 position "
-                       "rank needs fewer than 2**31")
+      raise ValueError(
+        f"nannon: points={n}, checkers={k} has "
+        f"{num_positions(n, k):,} positions; the int32 position "
+        "rank needs fewer than 2**31"
+      )
     parse_start(params["start"], n, k)
 
   def __init__(self, **params):
@@ -290,14 +308,18 @@ class Nannon(Game):
   def init(self, key: jax.Array) -> NannonState:
     del key  # the start is the opening-roll chance node
     rest = self.k - len(self.start_spots)
-    return NannonState(board=self.start_board(),
-                       home=jnp.full((2,), rest, jnp.int32),
-                       mover=jnp.int32(0), phase=jnp.int32(OPENING),
-                       die=jnp.int32(0))
+    return NannonState(
+      board=self.start_board(),
+      home=jnp.full((2,), rest, jnp.int32),
+      mover=jnp.int32(0),
+      phase=jnp.int32(OPENING),
+      die=jnp.int32(0),
+    )
 
   def current_player(self, g: NannonState) -> jax.Array:
-    return jnp.select([g.phase == DECIDE, g.phase == OVER], [g.mover, TERMINAL],
-                      CHANCE).astype(jnp.int32)
+    return jnp.select([g.phase == DECIDE, g.phase == OVER], [g.mover, TERMINAL], CHANCE).astype(
+      jnp.int32
+    )
 
   def perspective(self, g: NannonState) -> jax.Array:
     return g.mover
@@ -311,10 +333,10 @@ class Nannon(Game):
 
   def chance_probs(self, g: NannonState) -> jax.Array:
     d = self.d
-    roll = jnp.concatenate([jnp.full((d,), 1.0 / d, jnp.float32),
-                            jnp.zeros((2 * (d - 1),), jnp.float32)])
-    opening = jnp.concatenate([jnp.zeros((d,), jnp.float32),
-                               self.opening_probs()])
+    roll = jnp.concatenate(
+      [jnp.full((d,), 1.0 / d, jnp.float32), jnp.zeros((2 * (d - 1),), jnp.float32)]
+    )
+    opening = jnp.concatenate([jnp.zeros((d,), jnp.float32), self.opening_probs()])
     return jnp.where(g.phase == OPENING, opening, roll)
 
   def apply_chance(self, g: NannonState, outcome: jax.Array):
@@ -326,25 +348,29 @@ class Nannon(Game):
     g = g.replace(mover=mover, die=die, phase=jnp.int32(DECIDE))
     # No legal move: the turn is forfeited and the other player rolls.
     forfeit = ~jnp.any(self._legal(g))
-    g = g.replace(mover=jnp.where(forfeit, 1 - mover, mover).astype(jnp.int32),
-                  die=jnp.where(forfeit, 0, die).astype(jnp.int32),
-                  phase=jnp.where(forfeit, ROLL, DECIDE).astype(jnp.int32))
+    g = g.replace(
+      mover=jnp.where(forfeit, 1 - mover, mover).astype(jnp.int32),
+      die=jnp.where(forfeit, 0, die).astype(jnp.int32),
+      phase=jnp.where(forfeit, ROLL, DECIDE).astype(jnp.int32),
+    )
     return g, jnp.zeros((2,), jnp.float32)
 
   def apply_action(self, g: NannonState, action: jax.Array):
     p = g.mover
     mine, theirs, home_me, home_opp = relative(g.board, g.home, p)
-    mine, theirs, home_me, home_opp = apply_move(mine, theirs, home_me,
-                                                 home_opp, g.die, action)
-    board = jnp.where(p == 0, jnp.stack([mine, theirs[::-1]]),
-                      jnp.stack([theirs[::-1], mine]))
-    home = jnp.where(p == 0, jnp.stack([home_me, home_opp]),
-                     jnp.stack([home_opp, home_me])).astype(jnp.int32)
+    mine, theirs, home_me, home_opp = apply_move(mine, theirs, home_me, home_opp, g.die, action)
+    board = jnp.where(p == 0, jnp.stack([mine, theirs[::-1]]), jnp.stack([theirs[::-1], mine]))
+    home = jnp.where(p == 0, jnp.stack([home_me, home_opp]), jnp.stack([home_opp, home_me])).astype(
+      jnp.int32
+    )
     won = (home_me == 0) & ~jnp.any(mine)
-    g = NannonState(board=board, home=home,
-                    mover=jnp.where(won, p, 1 - p).astype(jnp.int32),
-                    phase=jnp.where(won, OVER, ROLL).astype(jnp.int32),
-                    die=jnp.int32(0))
+    g = NannonState(
+      board=board,
+      home=home,
+      mover=jnp.where(won, p, 1 - p).astype(jnp.int32),
+      phase=jnp.where(won, OVER, ROLL).astype(jnp.int32),
+      die=jnp.int32(0),
+    )
     me = jax.nn.one_hot(p, 2, dtype=jnp.float32)
     rewards = jnp.where(won, 2.0 * me - 1.0, 0.0)
     return g, rewards.astype(jnp.float32)
@@ -358,11 +384,19 @@ class Nannon(Game):
     showing = (g.phase == DECIDE) & (g.die > 0)
     die = jax.nn.one_hot(g.die - 1, d, dtype=jnp.float32) * showing
     my_turn = ((g.phase == ROLL) | (g.phase == DECIDE)) & (player == g.mover)
-    return jnp.concatenate([
-        mine.astype(jnp.float32), theirs.astype(jnp.float32),
-        hot(home_me), hot(home_opp), hot(safe_me), hot(safe_opp), die,
+    return jnp.concatenate(
+      [
+        mine.astype(jnp.float32),
+        theirs.astype(jnp.float32),
+        hot(home_me),
+        hot(home_opp),
+        hot(safe_me),
+        hot(safe_opp),
+        die,
         my_turn.astype(jnp.float32)[None],
-        (g.phase == OPENING).astype(jnp.float32)[None]])
+        (g.phase == OPENING).astype(jnp.float32)[None],
+      ]
+    )
 
   def render(self, g: NannonState) -> str:
     n, k = self.n, self.k
@@ -378,15 +412,19 @@ class Nannon(Game):
         cells.append(".")
     safe = [k - home[p] - sum(board[p]) for p in (0, 1)]
     phase, mover, die = int(g.phase), int(g.mover), int(g.die)
-    status = {OPENING: "opening roll to come",
-              ROLL: f"player {mover} to roll",
-              DECIDE: f"player {mover} to move a {die}",
-              OVER: f"player {mover} won"}[phase]
-    return "\n".join([
+    status = {
+      OPENING: "opening roll to come",
+      ROLL: f"player {mover} to roll",
+      DECIDE: f"player {mover} to move a {die}",
+      OVER: f"player {mover} won",
+    }[phase]
+    return "\n".join(
+      [
         f"X = player 0 (moves left to right), O = player 1; {status}",
-        "X HOME " + str(home[0]) + " | " + " ".join(cells) + " | X SAFETY "
-        + str(safe[0]),
-        f"O SAFETY {safe[1]}, O HOME {home[1]}"])
+        "X HOME " + str(home[0]) + " | " + " ".join(cells) + " | X SAFETY " + str(safe[0]),
+        f"O SAFETY {safe[1]}, O HOME {home[1]}",
+      ]
+    )
 
   def action_to_string(self, g, action: int) -> str:
     if action == 0:

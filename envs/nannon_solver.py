@@ -77,6 +77,7 @@ def _config(env: Optional[Env]) -> Tuple[int, int, int]:
 
 # ---------------------------------------------------------------- ranking ----
 
+
 @lru_cache(maxsize=None)
 def _binomials(n: int) -> np.ndarray:
   """int64 `[n + 1, n + 2]`: C[a, b] = binomial(a, b) (0 when b > a)."""
@@ -93,14 +94,17 @@ def _block_starts(n: int, k: int) -> np.ndarray:
   """int64 `[(k+1)^2 + 1]`: first rank of each (i, j) block, i-major; i and j
   count the mover's and the opponent's checkers on the board."""
   c = _binomials(n)
-  sizes = [c[n, i] * c[n - i, j] * (k + 1 - i) * (k + 1 - j)
-           if i <= n and j <= n - i else 0
-           for i in range(k + 1) for j in range(k + 1)]
+  sizes = [
+    c[n, i] * c[n - i, j] * (k + 1 - i) * (k + 1 - j) if i <= n and j <= n - i else 0
+    for i in range(k + 1)
+    for j in range(k + 1)
+  ]
   return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def rank_position(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
-                  home_opp: jax.Array, checkers: int) -> jax.Array:
+def rank_position(
+  mine: jax.Array, theirs: jax.Array, home_me: jax.Array, home_opp: jax.Array, checkers: int
+) -> jax.Array:
   """int32 `[]`: the rank in 0..N-1 of one position (vmap for a batch).
 
   Args:
@@ -124,7 +128,7 @@ def rank_position(mine: jax.Array, theirs: jax.Array, home_me: jax.Array,
   theirs_before = jnp.cumsum(t) - t
   r2 = jnp.sum(jnp.where(theirs, c[compressed, theirs_before + 1], 0))
   layout = r1 * c[n - i, j] + r2
-  per_home = (k + 1 - j)
+  per_home = k + 1 - j
   per = (k + 1 - i) * per_home
   home = home_me.astype(jnp.int32) * per_home + home_opp.astype(jnp.int32)
   return (starts[i * (k + 1) + j] + layout * per + home).astype(jnp.int32)
@@ -167,8 +171,7 @@ def unrank_position(index: jax.Array, points: int, checkers: int):
     r2 = r2 - jnp.where(take, v, 0)
     left = left - take.astype(jnp.int32)
     theirs[cell] = take
-  return (mine, jnp.stack(theirs), home_me.astype(jnp.int32),
-          home_opp.astype(jnp.int32))
+  return (mine, jnp.stack(theirs), home_me.astype(jnp.int32), home_opp.astype(jnp.int32))
 
 
 def state_position(state: State, checkers: int) -> jax.Array:
@@ -180,6 +183,7 @@ def state_position(state: State, checkers: int) -> jax.Array:
 
 
 # ----------------------------------------------------------------- tables ----
+
 
 @dataclasses.dataclass(frozen=True)
 class Tables:
@@ -193,6 +197,7 @@ class Tables:
   lost: bool `[N]`, the opponent has every checker in SAFETY (game over).
   won: bool `[N]`, the mover has every checker in SAFETY (never to move).
   """
+
   points: int
   checkers: int
   die_sides: int
@@ -221,8 +226,9 @@ def _slot_actions(mine: jax.Array, k: int) -> jax.Array:
   q = jnp.arange(1, k + 1)[:, None]
   spots = jnp.sum(jnp.where(mine & (order == q), jnp.arange(1, n + 1), 0), -1)
   on_board = q[:, 0] <= jnp.sum(m)
-  return jnp.concatenate([jnp.zeros((1,), jnp.int32),
-                          jnp.where(on_board, spots, -1).astype(jnp.int32)])
+  return jnp.concatenate(
+    [jnp.zeros((1,), jnp.int32), jnp.where(on_board, spots, -1).astype(jnp.int32)]
+  )
 
 
 @partial(jax.jit, static_argnums=(1, 2, 3))
@@ -235,8 +241,9 @@ def _table_chunk(index, n, k, d):
 
     def move(roll, action):
       legal = legal_all[roll - 1][jnp.maximum(action, 0)] & (action >= 0)
-      m2, t2, h_me, h_opp = nannon.apply_move(mine, theirs, home_me, home_opp,
-                                              roll, jnp.maximum(action, 0))
+      m2, t2, h_me, h_opp = nannon.apply_move(
+        mine, theirs, home_me, home_opp, roll, jnp.maximum(action, 0)
+      )
       nxt = rank_position(t2[::-1], m2[::-1], h_opp, h_me, k)
       return jnp.where(legal, nxt, big)
 
@@ -252,27 +259,30 @@ def _table_chunk(index, n, k, d):
 
 
 @lru_cache(maxsize=4)
-def build_tables(points: int, checkers: int, die_sides: int,
-                 chunk: int = 1 << 16) -> Tables:
+def build_tables(points: int, checkers: int, die_sides: int, chunk: int = 1 << 16) -> Tables:
   """The move graph of a configuration (cached in memory)."""
   n, k, d = points, checkers, die_sides
   num = nannon.num_positions(n, k)
   if num > MAX_SOLVER_POSITIONS:
-    raise ValueError(f"nannon {n}-{k}-{d} has {num:,} positions; the solver "
-                     f"handles at most {MAX_SOLVER_POSITIONS:,}")
+    raise ValueError(
+      f"nannon {n}-{k}-{d} has {num:,} positions; the solver "
+      f"handles at most {MAX_SOLVER_POSITIONS:,}"
+    )
   chunk = min(chunk, num)
   parts = []
   for lo in range(0, num, chunk):
     idx = np.arange(lo, lo + chunk, dtype=np.int32)
     idx = np.minimum(idx, num - 1)  # fixed chunk shape: one compilation
     out = jax.device_get(_table_chunk(jnp.asarray(idx), n, k, d))
-    parts.append([np.asarray(x)[:min(chunk, num - lo)] for x in out])
+    parts.append([np.asarray(x)[: min(chunk, num - lo)] for x in out])
   succ, slots, flip, lost, won = (np.concatenate(xs) for xs in zip(*parts))
-  return Tables(n, k, d, succ.astype(np.int32), slots.astype(np.int32),
-                flip.astype(np.int32), lost, won)
+  return Tables(
+    n, k, d, succ.astype(np.int32), slots.astype(np.int32), flip.astype(np.int32), lost, won
+  )
 
 
 # ----------------------------------------------------------------- solver ----
+
 
 @dataclasses.dataclass(frozen=True)
 class Solution:
@@ -282,6 +292,7 @@ class Solution:
   seconds, cpu_seconds: wall and process CPU time of the solve (tables and
   value iteration, compilation included) that produced it;
   from_cache: loaded from disk rather than solved now."""
+
   points: int
   checkers: int
   die_sides: int
@@ -326,7 +337,8 @@ def _greedy(v, succ, flip, lost, won, slot_action):
   tv, q = _bellman(v, succ, flip, lost, won)
   best = jnp.argmax(q, -1)  # first maximum: the lowest slot
   action = jnp.take_along_axis(
-      jnp.broadcast_to(slot_action[:, None, :], succ.shape), best[..., None], -1)[..., 0]
+    jnp.broadcast_to(slot_action[:, None, :], succ.shape), best[..., None], -1
+  )[..., 0]
   decide = (succ < v.shape[0]).any(-1) & ~(lost | won)[:, None]
   return jnp.max(jnp.abs(tv - v)), jnp.where(decide, action, -1).astype(jnp.int8)
 
@@ -336,14 +348,19 @@ _SOLVED = {}
 
 
 def _cache_path(n: int, k: int, d: int) -> str:
-  root = os.environ.get("ANAKIN_MZ_CACHE",
-                        os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz"))
+  root = os.environ.get(
+    "ANAKIN_MZ_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz")
+  )
   return os.path.join(root, f"nannon_{n}-{k}-{d}_v{nannon.Nannon.version}.npz")
 
 
-def solve(env: Optional[Env] = None, tol: float = 1e-12,
-          max_iterations: int = 100_000, cache: Optional[bool] = None,
-          refresh: bool = False) -> Solution:
+def solve(
+  env: Optional[Env] = None,
+  tol: float = 1e-12,
+  max_iterations: int = 100_000,
+  cache: Optional[bool] = None,
+  refresh: bool = False,
+) -> Solution:
   """Solves a nannon configuration exactly by value iteration.
 
   Args:
@@ -372,24 +389,32 @@ def solve(env: Optional[Env] = None, tol: float = 1e-12,
   if cache and not refresh and os.path.exists(path):
     with np.load(path) as z:
       if float(z["tol"]) <= tol:
-        sol = Solution(n, k, d, z["values"], z["policy"], float(z["residual"]),
-                       int(z["iterations"]), float(z["seconds"]),
-                       float(z["cpu_seconds"]) if "cpu_seconds" in z else 0.0,
-                       True)
+        sol = Solution(
+          n,
+          k,
+          d,
+          z["values"],
+          z["policy"],
+          float(z["residual"]),
+          int(z["iterations"]),
+          float(z["seconds"]),
+          float(z["cpu_seconds"]) if "cpu_seconds" in z else 0.0,
+          True,
+        )
         _SOLVED[(n, k, d)] = (float(z["tol"]), sol)
         return sol
   t0, c0 = time.perf_counter(), time.process_time()
   t = build_tables(n, k, d)
   with jax.enable_x64(True):
-    args = (jnp.asarray(t.succ), jnp.asarray(t.flip), jnp.asarray(t.lost),
-            jnp.asarray(t.won))
+    args = (jnp.asarray(t.succ), jnp.asarray(t.flip), jnp.asarray(t.lost), jnp.asarray(t.won))
     v0 = jnp.where(args[3], 1.0, 0.0).astype(jnp.float64)
     v, _, it = _value_iteration(v0, *args, jnp.float64(tol), max_iterations)
     residual, policy = _greedy(v, *args, jnp.asarray(t.slot_action))
     v, residual, policy = jax.device_get((v, residual, policy))
   seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-  sol = Solution(n, k, d, np.asarray(v, np.float64), np.asarray(policy),
-                 float(residual), int(it), seconds, cpu)
+  sol = Solution(
+    n, k, d, np.asarray(v, np.float64), np.asarray(policy), float(residual), int(it), seconds, cpu
+  )
   _SOLVED[(n, k, d)] = (tol, sol)
   if cache:
     _save(path, sol, tol)
@@ -399,13 +424,21 @@ def solve(env: Optional[Env] = None, tol: float = 1e-12,
 def _save(path: str, sol: Solution, tol: float) -> None:
   os.makedirs(os.path.dirname(path), exist_ok=True)
   tmp = f"{path}.{os.getpid()}.tmp.npz"  # atomic: write, then rename
-  np.savez(tmp, values=sol.values, policy=sol.policy, residual=sol.residual,
-           tol=tol, iterations=sol.iterations, seconds=sol.seconds,
-           cpu_seconds=sol.cpu_seconds)
+  np.savez(
+    tmp,
+    values=sol.values,
+    policy=sol.policy,
+    residual=sol.residual,
+    tol=tol,
+    iterations=sol.iterations,
+    seconds=sol.seconds,
+    cpu_seconds=sol.cpu_seconds,
+  )
   os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- players ----
+
 
 @struct.dataclass
 class TablePolicy:
@@ -416,6 +449,7 @@ class TablePolicy:
   returns int32 `[]` (0 off decision nodes). It is a pytree: pass it into
   jitted functions as an argument.
   """
+
   table: jax.Array
   checkers: int = struct.field(pytree_node=False)
 
@@ -436,6 +470,7 @@ def optimal_policy(env: Optional[Env] = None) -> TablePolicy:
 
 # --------------------------------------------------- decision enumeration ----
 
+
 def decision_index(env: Optional[Env] = None) -> Tuple[np.ndarray, np.ndarray]:
   """All (position, roll) pairs where the mover has a decision.
 
@@ -447,8 +482,9 @@ def decision_index(env: Optional[Env] = None) -> Tuple[np.ndarray, np.ndarray]:
   return pos.astype(np.int32), (roll + 1).astype(np.int32)
 
 
-def decision_states(env: Optional[Env] = None, first: int = 0,
-                    count: Optional[int] = None) -> Tuple[State, np.ndarray, np.ndarray]:
+def decision_states(
+  env: Optional[Env] = None, first: int = 0, count: Optional[int] = None
+) -> Tuple[State, np.ndarray, np.ndarray]:
   """A batch of decision states, as `envs.State`s at decision nodes.
 
   Args:
@@ -493,23 +529,26 @@ def _state_builder(params: Tuple[Tuple[str, object], ...]):
   def build(pos, roll):
     def one(p, r):
       mine, theirs, home_me, home_opp = unrank_position(p, n, k)
-      g = nannon.NannonState(board=jnp.stack([mine, theirs[::-1]]),
-                             home=jnp.stack([home_me, home_opp]),
-                             mover=jnp.int32(0),
-                             phase=jnp.where(r > 0, nannon.DECIDE,
-                                             nannon.ROLL).astype(jnp.int32),
-                             die=r.astype(jnp.int32))
+      g = nannon.NannonState(
+        board=jnp.stack([mine, theirs[::-1]]),
+        home=jnp.stack([home_me, home_opp]),
+        mover=jnp.int32(0),
+        phase=jnp.where(r > 0, nannon.DECIDE, nannon.ROLL).astype(jnp.int32),
+        die=r.astype(jnp.int32),
+      )
       # The Env's own constructor keeps every derived field consistent.
       return env._make_state(
-          g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0),
-          illegal=jnp.bool_(False))
+        g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0), illegal=jnp.bool_(False)
+      )
+
     return jax.vmap(one)(pos, roll)
 
   return build
 
 
-def policy_table_from_fn(env: Optional[Env], act: Callable[[State], jax.Array],
-                         batch_size: int = 1 << 15) -> np.ndarray:
+def policy_table_from_fn(
+  env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 15
+) -> np.ndarray:
   """The move table of a batched player, e.g. an agent's greedy policy.
 
   Args:
@@ -525,17 +564,19 @@ def policy_table_from_fn(env: Optional[Env], act: Callable[[State], jax.Array],
   pos, roll = decision_index(env)
   table = np.full((nannon.num_positions(n, k), d), -1, np.int8)
   for lo in range(0, len(pos), batch_size):
-    p = pos[lo:lo + batch_size]
-    r = roll[lo:lo + batch_size]
+    p = pos[lo : lo + batch_size]
+    r = roll[lo : lo + batch_size]
     size = len(p)
     pad = batch_size - size if len(pos) > batch_size else 0
-    states = position_states(env, np.pad(p, (0, pad), mode="edge"),
-                             np.pad(r, (0, pad), mode="edge"))
+    states = position_states(
+      env, np.pad(p, (0, pad), mode="edge"), np.pad(r, (0, pad), mode="edge")
+    )
     table[p, r - 1] = np.asarray(jax.device_get(act(states)))[:size]
   return table
 
 
 # ------------------------------------------------------- exact evaluation ----
+
 
 class Evaluation(NamedTuple):
   """Exact result of a policy against an opponent.
@@ -544,6 +585,7 @@ class Evaluation(NamedTuple):
   when_starting / when_second: given the evaluated policy moves first / second.
   residual: the final sup-norm change of the policy evaluation.
   """
+
   win_probability: float
   when_starting: float
   when_second: float
@@ -555,8 +597,9 @@ def _slots_of(table: np.ndarray, t: Tables) -> np.ndarray:
   num, d = t.num_positions, t.die_sides
   table = np.asarray(table)
   if table.shape != (num, d):
-    raise ValueError(f"policy table must have shape [num_positions, die_sides]"
-                     f" = {(num, d)}, got {table.shape}")
+    raise ValueError(
+      f"policy table must have shape [num_positions, die_sides] = {(num, d)}, got {table.shape}"
+    )
   hit = t.slot_action[:, None, :] == table[..., None].astype(np.int32)
   hit &= t.succ < num
   slots = np.argmax(hit, -1).astype(np.int32)
@@ -564,23 +607,22 @@ def _slots_of(table: np.ndarray, t: Tables) -> np.ndarray:
   if bad.any():
     p, r = map(int, np.argwhere(bad)[0])
     raise ValueError(
-        f"policy table has {int(bad.sum())} illegal entries at decision states;"
-        f" e.g. position {p}, roll {r + 1}: action {int(table[p, r])}, legal "
-        f"actions {sorted(int(a) for a, s in zip(t.slot_action[p], t.succ[p, r]) if s < num)}")
+      f"policy table has {int(bad.sum())} illegal entries at decision states;"
+      f" e.g. position {p}, roll {r + 1}: action {int(table[p, r])}, legal "
+      f"actions {sorted(int(a) for a, s in zip(t.slot_action[p], t.succ[p, r]) if s < num)}"
+    )
   return slots
 
 
 @partial(jax.jit, static_argnames=("random_b", "max_iterations"))
-def _evaluate(succ, flip, lost, won, slot_a, slot_b, tol, random_b,
-              max_iterations):
+def _evaluate(succ, flip, lost, won, slot_a, slot_b, tol, random_b, max_iterations):
   num = flip.shape[0]
   legal = succ < num
   any_legal = legal.any(-1)
 
   def q_fixed(w_next, slots):
     nxt = jnp.take_along_axis(succ, slots[..., None], -1)[..., 0]
-    return jnp.where(any_legal, w_next[jnp.minimum(nxt, num - 1)],
-                     w_next[flip][:, None])
+    return jnp.where(any_legal, w_next[jnp.minimum(nxt, num - 1)], w_next[flip][:, None])
 
   def q_random(w_next):
     vals = jnp.where(legal, w_next[jnp.minimum(succ, num - 1)], 0.0)
@@ -606,7 +648,8 @@ def _evaluate(succ, flip, lost, won, slot_a, slot_b, tol, random_b,
 
   z = jnp.zeros((num,), jnp.float64)
   wa, wb, res, _ = jax.lax.while_loop(
-      cond, body, (z, z, jnp.asarray(jnp.inf, jnp.float64), jnp.int32(0)))
+    cond, body, (z, z, jnp.asarray(jnp.inf, jnp.float64), jnp.int32(0))
+  )
   _, _, qa, qb = sweep(wa, wb)
   return qa, qb, res
 
@@ -621,9 +664,13 @@ def start_position(env: Optional[Env] = None) -> int:
   return int(rank_position(mine, theirs, home_me, home_opp, k))
 
 
-def exact_win_probability(policy_table, opponent="optimal",
-                          env: Optional[Env] = None, tol: float = 1e-13,
-                          max_iterations: int = 100_000) -> Evaluation:
+def exact_win_probability(
+  policy_table,
+  opponent="optimal",
+  env: Optional[Env] = None,
+  tol: float = 1e-13,
+  max_iterations: int = 100_000,
+) -> Evaluation:
   """Exact win probability of a deterministic policy, by policy evaluation.
 
   Args:
@@ -654,21 +701,27 @@ def exact_win_probability(policy_table, opponent="optimal",
   elif random_b:
     slot_b = slot_a
   elif isinstance(opponent, str):
-    raise ValueError(f"opponent must be 'optimal', 'random' or a policy table,"
-                     f" got {opponent!r}")
+    raise ValueError(f"opponent must be 'optimal', 'random' or a policy table, got {opponent!r}")
   else:
     slot_b = _slots_of(opponent, t)
   with jax.enable_x64(True):
     qa, qb, res = _evaluate(
-        jnp.asarray(t.succ), jnp.asarray(t.flip), jnp.asarray(t.lost),
-        jnp.asarray(t.won), jnp.asarray(slot_a), jnp.asarray(slot_b),
-        jnp.float64(tol), random_b, max_iterations)
+      jnp.asarray(t.succ),
+      jnp.asarray(t.flip),
+      jnp.asarray(t.lost),
+      jnp.asarray(t.won),
+      jnp.asarray(slot_a),
+      jnp.asarray(slot_b),
+      jnp.float64(tol),
+      random_b,
+      max_iterations,
+    )
     s0 = start_position(env)
     qa0, qb0, res = jax.device_get((qa[s0], qb[s0], res))
   m = np.arange(1, d)
   p = (d - m) / (d * (d - 1) / 2)  # P(first move m), given the starter
-  first = float(np.dot(p, np.asarray(qa0)[:d - 1]))
-  second = float(np.dot(p, np.asarray(qb0)[:d - 1]))
+  first = float(np.dot(p, np.asarray(qa0)[: d - 1]))
+  second = float(np.dot(p, np.asarray(qb0)[: d - 1]))
   return Evaluation(0.5 * (first + second), first, second, float(res))
 
 
@@ -687,7 +740,6 @@ def first_mover_win_probability(env: Optional[Env] = None) -> float:
   total = 0.0
   for m in range(1, d):
     q = 1.0 - v_ext[t.succ[s0, m - 1]]
-    best = q.max() if (t.succ[s0, m - 1] < t.num_positions).any() \
-        else 1.0 - sol.values[t.flip[s0]]
+    best = q.max() if (t.succ[s0, m - 1] < t.num_positions).any() else 1.0 - sol.values[t.flip[s0]]
     total += (d - m) / (d * (d - 1) / 2) * best
   return float(total)

@@ -16,8 +16,7 @@ def register(cls: Type[Game]) -> Type[Game]:
   if cls.name in _REGISTRY:
     raise ValueError(f"game {cls.name!r} is already registered")
   if cls.payoff not in PAYOFF_KINDS:
-    raise ValueError(f"{cls.__name__}.payoff must be one of {PAYOFF_KINDS}, "
-                     f"got {cls.payoff!r}")
+    raise ValueError(f"{cls.__name__}.payoff must be one of {PAYOFF_KINDS}, got {cls.payoff!r}")
   _REGISTRY[cls.name] = cls
   return cls
 
@@ -34,8 +33,7 @@ def default_params(name: str) -> Dict[str, ParamValue]:
 
 def _game_class(name: str) -> Type[Game]:
   if not isinstance(name, str) or name not in _REGISTRY:
-    raise ValueError(f"unknown env {name!r}; registered envs: "
-                     f"{', '.join(registered())}")
+    raise ValueError(f"unknown env {name!r}; registered envs: {', '.join(registered())}")
   return _REGISTRY[name]
 
 
@@ -61,13 +59,15 @@ def make(name: str, **params: ParamValue) -> Env:
   unknown = sorted(set(params) - set(defaults))
   if unknown:
     valid = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "none"
-    raise ValueError(f"unknown parameter(s) {unknown} for env {name!r}; "
-                     f"valid parameters (with defaults): {valid}")
+    raise ValueError(
+      f"unknown parameter(s) {unknown} for env {name!r}; valid parameters (with defaults): {valid}"
+    )
   for key, value in params.items():
     if not _type_ok(value, defaults[key]):
       raise ValueError(
-          f"env {name!r}: parameter {key!r} must be of type "
-          f"{type(defaults[key]).__name__}, got {value!r}")
+        f"env {name!r}: parameter {key!r} must be of type "
+        f"{type(defaults[key]).__name__}, got {value!r}"
+      )
     if isinstance(defaults[key], float):
       params[key] = float(value)
   full = {**defaults, **params}

@@ -22,8 +22,9 @@ def random_action(state: State, key: jax.Array) -> jax.Array:
   (`random_policy`), a chance outcome at a chance node (`chance_outcome`), 0
   when done."""
   k1, k2 = jax.random.split(key)
-  return jnp.where(state.current_player == CHANCE, chance_outcome(state, k2),
-                   random_policy(state, k1)).astype(jnp.int32)
+  return jnp.where(
+    state.current_player == CHANCE, chance_outcome(state, k2), random_policy(state, k1)
+  ).astype(jnp.int32)
 
 
 def batched_random_action(key: jax.Array, state: State) -> jax.Array:
@@ -44,8 +45,7 @@ def batched_random_action(key: jax.Array, state: State) -> jax.Array:
   return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
 
 
-def random_playout(env: Env, key: jax.Array, batch: int,
-                   num_steps: int) -> Dict[str, np.ndarray]:
+def random_playout(env: Env, key: jax.Array, batch: int, num_steps: int) -> Dict[str, np.ndarray]:
   """Plays `batch` random games for `num_steps` explicit transitions (chance
   outcomes drawn by the caller, i.e. `env.step(state, action)`).
 
@@ -55,11 +55,16 @@ def random_playout(env: Env, key: jax.Array, batch: int,
   """
 
   def summary(s: State):
-    return dict(current_player=s.current_player,
-                legal_action_mask=s.legal_action_mask,
-                chance_probs=s.chance_probs, rewards=s.rewards,
-                terminated=s.terminated, truncated=s.truncated,
-                step_count=s.step_count, illegal_action=s.illegal_action)
+    return dict(
+      current_player=s.current_player,
+      legal_action_mask=s.legal_action_mask,
+      chance_probs=s.chance_probs,
+      rewards=s.rewards,
+      terminated=s.terminated,
+      truncated=s.truncated,
+      step_count=s.step_count,
+      illegal_action=s.illegal_action,
+    )
 
   @jax.jit
   def run(key):
@@ -71,8 +76,7 @@ def random_playout(env: Env, key: jax.Array, batch: int,
       s2 = jax.vmap(env.step)(s, a)
       return s2, (summary(s2), a)
 
-    _, (traj, actions) = jax.lax.scan(body, state,
-                                      jax.random.split(k1, num_steps))
+    _, (traj, actions) = jax.lax.scan(body, state, jax.random.split(k1, num_steps))
     first = summary(state)
     traj = jax.tree.map(lambda f, t: jnp.concatenate([f[None], t]), first, traj)
     return traj, actions
@@ -89,22 +93,27 @@ def check_shapes(env: Env, key: jax.Array) -> None:
   batch = 3
   states = jax.jit(jax.vmap(env.init))(jax.random.split(key, batch))
   expected = {
-      "current_player": ((batch,), jnp.int32),
-      "legal_action_mask": ((batch, env.num_actions), jnp.bool_),
-      "chance_probs": ((batch, env.num_chance_outcomes), jnp.float32),
-      "observation": ((batch,) + env.observation_shape, jnp.float32),
-      "rewards": ((batch, env.num_players), jnp.float32),
-      "terminated": ((batch,), jnp.bool_),
-      "truncated": ((batch,), jnp.bool_),
-      "step_count": ((batch,), jnp.int32),
-      "illegal_action": ((batch,), jnp.bool_),
+    "current_player": ((batch,), jnp.int32),
+    "legal_action_mask": ((batch, env.num_actions), jnp.bool_),
+    "chance_probs": ((batch, env.num_chance_outcomes), jnp.float32),
+    "observation": ((batch,) + env.observation_shape, jnp.float32),
+    "rewards": ((batch, env.num_players), jnp.float32),
+    "terminated": ((batch,), jnp.bool_),
+    "truncated": ((batch,), jnp.bool_),
+    "step_count": ((batch,), jnp.int32),
+    "illegal_action": ((batch,), jnp.bool_),
   }
   step = jax.jit(jax.vmap(env.step))
   keyed_step = jax.jit(jax.vmap(env.step))
-  for s in (states,
-            step(states, jax.vmap(random_action)(states, jax.random.split(key, batch))),
-            keyed_step(states, jax.vmap(random_action)(states, jax.random.split(key, batch)),
-                       jax.random.split(key, batch))):
+  for s in (
+    states,
+    step(states, jax.vmap(random_action)(states, jax.random.split(key, batch))),
+    keyed_step(
+      states,
+      jax.vmap(random_action)(states, jax.random.split(key, batch)),
+      jax.random.split(key, batch),
+    ),
+  ):
     for field, (shape, dtype) in expected.items():
       value = getattr(s, field)
       assert value.shape == shape, f"{name}: {field} shape {value.shape} != {shape}"
@@ -130,8 +139,9 @@ def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.nd
   assert np.all(mask[decision].any(-1)), f"{name}: empty legal mask at a decision node"
   assert not np.any(mask[~decision]), f"{name}: legal actions at a non-decision node"
   assert np.all(probs >= 0), f"{name}: negative chance probability"
-  np.testing.assert_allclose(probs[chance].sum(-1), 1.0, atol=1e-5,
-                             err_msg=f"{name}: chance probs do not sum to 1")
+  np.testing.assert_allclose(
+    probs[chance].sum(-1), 1.0, atol=1e-5, err_msg=f"{name}: chance probs do not sum to 1"
+  )
   assert not np.any(probs[~chance]), f"{name}: chance probs at a non-chance node"
   assert np.array_equal(done, player == TERMINAL), f"{name}: TERMINAL != done"
   assert not np.any(t["illegal_action"]), f"{name}: random legal play was flagged illegal"
@@ -141,12 +151,14 @@ def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.nd
   for k in range(1, done.shape[0]):
     was = done[k - 1]
     assert np.all(t["rewards"][k][was] == 0), f"{name}: reward after the end"
-    assert np.all(t["step_count"][k][was] == t["step_count"][k - 1][was]), \
-        f"{name}: step_count moved after the end"
+    assert np.all(t["step_count"][k][was] == t["step_count"][k - 1][was]), (
+      f"{name}: step_count moved after the end"
+    )
   rewards = t["rewards"]
   if env.payoff == "zero_sum":
-    np.testing.assert_allclose(rewards.sum(-1), 0.0, atol=1e-5,
-                               err_msg=f"{name}: zero-sum rewards do not sum to 0")
+    np.testing.assert_allclose(
+      rewards.sum(-1), 0.0, atol=1e-5, err_msg=f"{name}: zero-sum rewards do not sum to 0"
+    )
   if env.payoff == "collaborative":
     assert np.all(rewards == rewards[..., :1]), f"{name}: collaborative rewards differ"
   return t
@@ -173,6 +185,7 @@ def check_keyed_step(env: Env, key: jax.Array, batch: int = 16) -> None:
       a = jax.vmap(random_action)(s, jax.random.split(ka, batch))
       s = jax.vmap(env.step)(s, a, jax.random.split(kc, batch))
       return s, s.current_player
+
     s0 = s.current_player
     _, players = jax.lax.scan(body, s, jax.random.split(k1, env.max_game_length))
     return s0, players

@@ -28,10 +28,10 @@ from envs.testing import batched_random_action
 # name -> [(label, game string for pyspiel.load_game)] : OpenSpiel peers run in
 # a Python loop with random legal actions and sampled chance outcomes.
 OPENSPIEL_PEERS: Dict[str, List[Tuple[str, str]]] = {
-    "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
-    "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
-    "breakthrough": [("OpenSpiel breakthrough 5x5", "breakthrough(rows=5,columns=5)")],
-    "einstein": [("OpenSpiel einstein_wurfelt_nicht", "einstein_wurfelt_nicht")],
+  "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
+  "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
+  "breakthrough": [("OpenSpiel breakthrough 5x5", "breakthrough(rows=5,columns=5)")],
+  "einstein": [("OpenSpiel einstein_wurfelt_nicht", "einstein_wurfelt_nicht")],
 }
 
 
@@ -61,13 +61,15 @@ def ours(env: envs.Env, batch: int, num_steps: int, repeats: int) -> float:
       def restart(s):
         fresh = jax.vmap(env.init)(jax.random.split(kr, batch))
         return jax.tree.map(
-            lambda f, x: jnp.where(s.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x),
-            fresh, s)
+          lambda f, x: jnp.where(s.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, s
+        )
+
       s = jax.lax.cond(jnp.any(s.done), restart, lambda s: s, s)
       return (s, n, chk), None
 
-    (_, n, chk), _ = jax.lax.scan(body, (s, jnp.int32(0), jnp.float32(0)),
-                                  jax.random.split(k1, num_steps))
+    (_, n, chk), _ = jax.lax.scan(
+      body, (s, jnp.int32(0), jnp.float32(0)), jax.random.split(k1, num_steps)
+    )
     return n, chk
 
   jax.block_until_ready(run(jax.random.key(0)))  # compile
@@ -82,6 +84,7 @@ def ours(env: envs.Env, batch: int, num_steps: int, repeats: int) -> float:
 def openspiel_rate(game_string: str, num_steps: int, repeats: int) -> float:
   """Median env steps/s (decision steps) of OpenSpiel random play in Python."""
   import pyspiel  # pylint: disable=import-outside-toplevel
+
   game = pyspiel.load_game(game_string)
   rng = np.random.default_rng(0)
   rates = []
@@ -106,6 +109,7 @@ def openspiel_rate(game_string: str, num_steps: int, repeats: int) -> float:
 def gymnax_catch_rate(batch: int, num_steps: int, repeats: int) -> float:
   """Median env steps/s of gymnax Catch-bsuite, jit + vmap, auto-reset."""
   import gymnax  # pylint: disable=import-outside-toplevel
+
   genv, params = gymnax.make("Catch-bsuite")
 
   @jax.jit
@@ -118,7 +122,8 @@ def gymnax_catch_rate(batch: int, num_steps: int, repeats: int) -> float:
       ka, ks = jax.random.split(k)
       a = jax.random.randint(ka, (batch,), 0, 3)
       obs, s, r, _, _, _ = jax.vmap(genv.step, in_axes=(0, 0, 0, None))(
-          jax.random.split(ks, batch), s, a, params)
+        jax.random.split(ks, batch), s, a, params
+      )
       return (s, chk + jnp.sum(obs) + jnp.sum(r)), None
 
     (s, chk), _ = jax.lax.scan(body, (s, jnp.float32(0)), jax.random.split(k1, num_steps))
@@ -136,24 +141,25 @@ def gymnax_catch_rate(batch: int, num_steps: int, repeats: int) -> float:
 # Extra rows at non-default parameters, printed when their game is run:
 # label -> (registered name, params, OpenSpiel peer game string or None).
 VARIANTS: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
-    "breakthrough 8x8": ("breakthrough", {"rows": 8, "columns": 8}, "breakthrough"),
+  "breakthrough 8x8": ("breakthrough", {"rows": 8, "columns": 8}, "breakthrough"),
 }
 
 # name -> [(label, fn(batch, num_steps, repeats) -> steps/s)] : JAX peers.
 JAX_PEERS: Dict[str, List[Tuple[str, Callable[[int, int, int], float]]]] = {
-    "catch": [("gymnax Catch-bsuite", gymnax_catch_rate)],
+  "catch": [("gymnax Catch-bsuite", gymnax_catch_rate)],
 }
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--env", nargs="*", default=None,
-                      help=f"games to run (default: all of {envs.registered()})")
+  parser.add_argument(
+    "--env", nargs="*", default=None, help=f"games to run (default: all of {envs.registered()})"
+  )
   parser.add_argument("--batch", type=int, nargs="*", default=[1, 64, 1024, 4096])
-  parser.add_argument("--steps", type=int, default=200,
-                      help="scan length of one timed jitted run")
-  parser.add_argument("--peer-steps", type=int, default=20000,
-                      help="decision steps per OpenSpiel timing")
+  parser.add_argument("--steps", type=int, default=200, help="scan length of one timed jitted run")
+  parser.add_argument(
+    "--peer-steps", type=int, default=20000, help="decision steps per OpenSpiel timing"
+  )
   parser.add_argument("--repeats", type=int, default=5)
   args = parser.parse_args()
   names = args.env or list(envs.registered())
@@ -161,15 +167,21 @@ def main() -> None:
     if name not in envs.registered():
       parser.error(f"unknown env {name!r}; registered: {envs.registered()}")
 
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
-        f"median of {args.repeats} runs; env steps/s (decision steps)\n")
+  print(
+    f"jax {jax.__version__} on {jax.devices()[0].platform}; "
+    f"median of {args.repeats} runs; env steps/s (decision steps)\n"
+  )
   header = f"{'game':<18}{'implementation':<40}{'batch':>7}{'steps/s':>14}{'ratio':>9}"
   print(header)
   print("-" * len(header))
-  rows = [(name, name, {}, OPENSPIEL_PEERS.get(name, []), JAX_PEERS.get(name, []))
-          for name in names]
-  rows += [(label, name, params, [(f"OpenSpiel {label}", peer)] if peer else [], [])
-           for label, (name, params, peer) in VARIANTS.items() if name in names]
+  rows = [
+    (name, name, {}, OPENSPIEL_PEERS.get(name, []), JAX_PEERS.get(name, [])) for name in names
+  ]
+  rows += [
+    (label, name, params, [(f"OpenSpiel {label}", peer)] if peer else [], [])
+    for label, (name, params, peer) in VARIANTS.items()
+    if name in names
+  ]
   for row_label, name, params, os_peers, jax_peers in rows:
     env = envs.make(name, **params)
     peer_rates = []
@@ -186,8 +198,9 @@ def main() -> None:
     for label, b, rate in peer_rates:
       ratio = f"{rate / base:8.1f}x" if base else "       -"
       print(f"{'':<18}{label:<40}{b:>7}{rate:>14,.0f}{ratio}")
-  print("\nratio: steps/s relative to the first peer row of the game "
-        "(OpenSpiel, batch 1, Python loop).")
+  print(
+    "\nratio: steps/s relative to the first peer row of the game (OpenSpiel, batch 1, Python loop)."
+  )
 
 
 if __name__ == "__main__":

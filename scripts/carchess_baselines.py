@@ -42,8 +42,10 @@ def main(argv=None) -> int:
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  print(f"{env!r}\njax {jax.__version__} on {jax.devices()[0].platform}; "
-        f"{args.games} games per bot, seed {args.seed}\n")
+  print(
+    f"{env!r}\njax {jax.__version__} on {jax.devices()[0].platform}; "
+    f"{args.games} games per bot, seed {args.seed}\n"
+  )
   print(f"{'bot':<10}{'mean':>8}{'std':>8}{'sem':>7}{'min':>6}{'max':>6}{'s':>7}")
   for name in args.bot:
     _, policy = envs.bots.make_bot(name, env)
@@ -52,10 +54,14 @@ def main(argv=None) -> int:
     scores = np.asarray(jax.block_until_ready(run(jax.random.PRNGKey(args.seed))))
     dt = time.perf_counter() - t0
     mean, std = scores.mean(), scores.std(ddof=1)
-    print(f"{name:<10}{mean:>8.2f}{std:>8.2f}{std / np.sqrt(len(scores)):>7.2f}"
-          f"{scores.min():>6.0f}{scores.max():>6.0f}{dt:>7.1f}")
-  print("\nscore: one player's summed reward over the game (+2 per car through, "
-        "-1 per crash count). Thesis: MuZero 61.02 +- 15.54, humans about 80-90.")
+    print(
+      f"{name:<10}{mean:>8.2f}{std:>8.2f}{std / np.sqrt(len(scores)):>7.2f}"
+      f"{scores.min():>6.0f}{scores.max():>6.0f}{dt:>7.1f}"
+    )
+  print(
+    "\nscore: one player's summed reward over the game (+2 per car through, "
+    "-1 per crash count). Thesis: MuZero 61.02 +- 15.54, humans about 80-90."
+  )
   return 0
 
 

@@ -33,33 +33,56 @@ import envs
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n")[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-  parser.add_argument("--checkpoint", default=None,
-                      help="checkpoint directory (<logdir>/checkpoints)")
-  parser.add_argument("--bot", default=None,
-                      help="evaluate this bot of --env instead of a checkpoint")
-  parser.add_argument("--param", action="append", default=[],
-                      help="KEY=VALUE game parameter for --bot (repeatable)")
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
+  parser.add_argument(
+    "--checkpoint", default=None, help="checkpoint directory (<logdir>/checkpoints)"
+  )
+  parser.add_argument(
+    "--bot", default=None, help="evaluate this bot of --env instead of a checkpoint"
+  )
+  parser.add_argument(
+    "--param", action="append", default=[], help="KEY=VALUE game parameter for --bot (repeatable)"
+  )
   parser.add_argument("--step", type=int, default=None, help="saved step (default latest)")
-  parser.add_argument("--env", default=None,
-                      help="the game (--bot); with --checkpoint: fail unless it is for this game")
-  parser.add_argument("--opponent", default=None,
-                      help="a bot of the game (random, optimal, expectiminimax[:depth], "
-                           "mcts[:simulations], greedy) or checkpoint:DIR[@STEP] "
-                           "(two-player games; default random)")
+  parser.add_argument(
+    "--env",
+    default=None,
+    help="the game (--bot); with --checkpoint: fail unless it is for this game",
+  )
+  parser.add_argument(
+    "--opponent",
+    default=None,
+    help="a bot of the game (random, optimal, expectiminimax[:depth], "
+    "mcts[:simulations], greedy) or checkpoint:DIR[@STEP] "
+    "(two-player games; default random)",
+  )
   parser.add_argument("--games", type=int, default=1000)
-  parser.add_argument("--simulations", type=int, default=None,
-                      help="search simulations (default: the checkpoint's config)")
-  parser.add_argument("--agent", default="search", choices=("search", "greedy"),
-                      help="greedy search (default) or the greedy network policy")
+  parser.add_argument(
+    "--simulations",
+    type=int,
+    default=None,
+    help="search simulations (default: the checkpoint's config)",
+  )
+  parser.add_argument(
+    "--agent",
+    default="search",
+    choices=("search", "greedy"),
+    help="greedy search (default) or the greedy network policy",
+  )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default=None, help="also write the results here")
-  parser.add_argument("--diagnostics", action="store_true",
-                      help="run the dynamics tests (NDMZ paper 4.3)")
+  parser.add_argument(
+    "--diagnostics", action="store_true", help="run the dynamics tests (NDMZ paper 4.3)"
+  )
   parser.add_argument("--diagnostic-games", type=int, default=500)
-  parser.add_argument("--no-extra", action="store_true",
-                      help="skip the game's extra evaluators (nannon's exact scores)")
+  parser.add_argument(
+    "--no-extra",
+    action="store_true",
+    help="skip the game's extra evaluators (nannon's exact scores)",
+  )
   args = parser.parse_args(argv)
   if args.env is not None and args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
@@ -78,14 +101,28 @@ def main(argv=None) -> int:
   try:
     if args.bot is not None:
       env = envs.make(args.env, **report.parse_params(args.param))
-      result = report.evaluate_bot(env, args.bot, opponent=args.opponent, games=args.games,
-                                   seed=args.seed, simulations=args.simulations)
+      result = report.evaluate_bot(
+        env,
+        args.bot,
+        opponent=args.opponent,
+        games=args.games,
+        seed=args.seed,
+        simulations=args.simulations,
+      )
     else:
       result = report.evaluate_checkpoint(
-          args.checkpoint, step=args.step, opponent=args.opponent, games=args.games,
-          simulations=args.simulations, seed=args.seed, agent_kind=args.agent,
-          expect_env=args.env, extra=not args.no_extra, diagnostics=args.diagnostics,
-          diagnostic_games=args.diagnostic_games)
+        args.checkpoint,
+        step=args.step,
+        opponent=args.opponent,
+        games=args.games,
+        simulations=args.simulations,
+        seed=args.seed,
+        agent_kind=args.agent,
+        expect_env=args.env,
+        extra=not args.no_extra,
+        diagnostics=args.diagnostics,
+        diagnostic_games=args.diagnostic_games,
+      )
   except ValueError as e:  # CheckpointError is a ValueError
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -23,8 +23,10 @@ import envs
 
 def main(argv=None, read: Callable[[str], str] = input) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n")[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--checkpoint", required=True)
   parser.add_argument("--step", type=int, default=None)

@@ -31,8 +31,10 @@ import sys
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n")[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
   parser.add_argument("runs", nargs="+", help="TensorBoard log directories")
   parser.add_argument("--out", default=None, help="output directory")
   args = parser.parse_args(argv)
@@ -44,8 +46,11 @@ def main(argv=None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return 2
   if not written:
-    print("error: no known scalar tags (eval/, exact/, train/*loss*, throughput/, "
-          "dynamics/) in these runs", file=sys.stderr)
+    print(
+      "error: no known scalar tags (eval/, exact/, train/*loss*, throughput/, "
+      "dynamics/) in these runs",
+      file=sys.stderr,
+    )
     return 2
   for path in written:
     print(f"wrote {path}")

@@ -30,12 +30,15 @@ import sys
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n")[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
   parser.add_argument("--checkpoint", required=True)
   parser.add_argument("--step", type=int, default=None)
-  parser.add_argument("--moves", type=int, default=0,
-                      help="random transitions before the searched position")
+  parser.add_argument(
+    "--moves", type=int, default=0, help="random transitions before the searched position"
+  )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--simulations", type=int, default=None)
   parser.add_argument("--depth", type=int, default=None, help="draw this many levels")
@@ -50,8 +53,9 @@ def main(argv=None) -> int:
 
   try:
     agent = agent_lib.load_agent(args.checkpoint, args.step)
-    text, svg = search_tree.show(agent, moves=args.moves, seed=args.seed,
-                                 simulations=args.simulations, max_depth=args.depth)
+    text, svg = search_tree.show(
+      agent, moves=args.moves, seed=args.seed, simulations=args.simulations, max_depth=args.depth
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

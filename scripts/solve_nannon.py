@@ -34,20 +34,27 @@ def simulate(env, games: int, seed: int) -> dict:
 
   _, optimal = envs.bots.make_bot("optimal", env)
   result = jax.jit(lambda k: match.play_match(env, optimal, envs.random_policy, k, games))(
-      jax.random.PRNGKey(seed))
+    jax.random.PRNGKey(seed)
+  )
   return stats.win_draw_loss(jax.device_get(result.score))["win"]
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--config", default="6-3-6",
-                      help="points-checkers-die_sides, e.g. 6-3-6 or 12-5-6")
-  parser.add_argument("--no-cache", action="store_true",
-                      help="solve even if a cached solution exists (and overwrite it)")
-  parser.add_argument("--tol", type=float, default=1e-12,
-                      help="value iteration stops when a sweep changes less")
-  parser.add_argument("--games", type=int, default=0,
-                      help="also simulate this many optimal-vs-random games (even)")
+  parser.add_argument(
+    "--config", default="6-3-6", help="points-checkers-die_sides, e.g. 6-3-6 or 12-5-6"
+  )
+  parser.add_argument(
+    "--no-cache",
+    action="store_true",
+    help="solve even if a cached solution exists (and overwrite it)",
+  )
+  parser.add_argument(
+    "--tol", type=float, default=1e-12, help="value iteration stops when a sweep changes less"
+  )
+  parser.add_argument(
+    "--games", type=int, default=0, help="also simulate this many optimal-vs-random games (even)"
+  )
   parser.add_argument("--seed", type=int, default=0, help="seed of the simulated games")
   args = parser.parse_args(argv)
   if args.games < 0 or args.games % 2:
@@ -65,20 +72,30 @@ def main(argv=None) -> int:
   sol = ns.solve(env, tol=args.tol, refresh=args.no_cache)
   where = " (from the cache; time of the run that wrote it)" if sol.from_cache else ""
   cpu = f" ({sol.cpu_seconds:.1f} s CPU)" if sol.cpu_seconds else ""
-  print(f"solve time: {sol.seconds:.1f} s wall{cpu}{where}, {sol.iterations} sweeps, "
-        f"Bellman residual {sol.residual:.1e}", flush=True)
-  print(f"optimal vs optimal: first mover wins with probability "
-        f"{ns.first_mover_win_probability(env):.6f}", flush=True)
+  print(
+    f"solve time: {sol.seconds:.1f} s wall{cpu}{where}, {sol.iterations} sweeps, "
+    f"Bellman residual {sol.residual:.1e}",
+    flush=True,
+  )
+  print(
+    f"optimal vs optimal: first mover wins with probability "
+    f"{ns.first_mover_win_probability(env):.6f}",
+    flush=True,
+  )
   t0 = time.perf_counter()
   vs_random = ns.exact_win_probability(sol.policy, "random", env)
-  print(f"optimal vs random: optimal wins {vs_random.win_probability:.6f} "
-        f"(moving first {vs_random.when_starting:.6f}, second "
-        f"{vs_random.when_second:.6f}); exact policy evaluation, "
-        f"{time.perf_counter() - t0:.1f} s")
+  print(
+    f"optimal vs random: optimal wins {vs_random.win_probability:.6f} "
+    f"(moving first {vs_random.when_starting:.6f}, second "
+    f"{vs_random.when_second:.6f}); exact policy evaluation, "
+    f"{time.perf_counter() - t0:.1f} s"
+  )
   if args.games:
     win = simulate(env, args.games, args.seed)
-    print(f"simulated optimal vs random over {args.games} games (both seats): "
-          f"{win['rate']:.4f} [{win['low']:.4f}, {win['high']:.4f}] (95% Wilson)")
+    print(
+      f"simulated optimal vs random over {args.games} games (both seats): "
+      f"{win['rate']:.4f} [{win['low']:.4f}, {win['high']:.4f}] (95% Wilson)"
+    )
   return 0
 
 

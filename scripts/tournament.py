@@ -22,17 +22,30 @@ import sys
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n")[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-  parser.add_argument("--checkpoint", action="append", default=[],
-                      help="checkpoint directory (repeatable); its latest step unless --step")
-  parser.add_argument("--step", type=int, default=None,
-                      help="the saved step each --checkpoint plays (default latest)")
-  parser.add_argument("--all-steps", action="append", default=[],
-                      help="checkpoint directory: every saved step of it plays (repeatable)")
-  parser.add_argument("--bots", default="random",
-                      help="comma-separated bots of the game, e.g. random,optimal,mcts:64 "
-                           "('' for none)")
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
+  parser.add_argument(
+    "--checkpoint",
+    action="append",
+    default=[],
+    help="checkpoint directory (repeatable); its latest step unless --step",
+  )
+  parser.add_argument(
+    "--step", type=int, default=None, help="the saved step each --checkpoint plays (default latest)"
+  )
+  parser.add_argument(
+    "--all-steps",
+    action="append",
+    default=[],
+    help="checkpoint directory: every saved step of it plays (repeatable)",
+  )
+  parser.add_argument(
+    "--bots",
+    default="random",
+    help="comma-separated bots of the game, e.g. random,optimal,mcts:64 ('' for none)",
+  )
   parser.add_argument("--games", type=int, default=100, help="games per pair (even)")
   parser.add_argument("--simulations", type=int, default=None)
   parser.add_argument("--seed", type=int, default=0)
@@ -45,17 +58,25 @@ def main(argv=None) -> int:
 
   try:
     t = tournament.run_tournament(
-        checkpoints=args.checkpoint, step=args.step, all_steps=args.all_steps,
-        bots=[b.strip() for b in args.bots.split(",") if b.strip()], games=args.games,
-        simulations=args.simulations, seed=args.seed, anchor=args.anchor, env_id=args.env)
+      checkpoints=args.checkpoint,
+      step=args.step,
+      all_steps=args.all_steps,
+      bots=[b.strip() for b in args.bots.split(",") if b.strip()],
+      games=args.games,
+      simulations=args.simulations,
+      seed=args.seed,
+      anchor=args.anchor,
+      env_id=args.env,
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print()
   print(tournament.format_table(t.fit, t.players))
   if args.png:
-    tournament.plot_elo(t.fit, t.players, args.png,
-                        f"{t.env_id}: Elo of checkpoints ({args.games} games per pair)")
+    tournament.plot_elo(
+      t.fit, t.players, args.png, f"{t.env_id}: Elo of checkpoints ({args.games} games per pair)"
+    )
     print(f"wrote {args.png}")
   if args.json:
     with open(args.json, "w", encoding="utf-8") as f:

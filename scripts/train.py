@@ -29,19 +29,28 @@ CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "con
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[1],
-                                   formatter_class=argparse.RawDescriptionHelpFormatter,
-                                   epilog=__doc__)
+  parser = argparse.ArgumentParser(
+    description=__doc__.split("\n")[1],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--config", default=None, help="YAML config (default configs/<env>.yaml)")
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
-  parser.add_argument("--updates", type=int, default=None,
-                      help="stop after this many updates (default train.total_updates)")
+  parser.add_argument(
+    "--updates",
+    type=int,
+    default=None,
+    help="stop after this many updates (default train.total_updates)",
+  )
   parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
   parser.add_argument("--logdir", default=None, help="default runs/<env>")
-  parser.add_argument("--resume", action="store_true",
-                      help="continue from the latest checkpoint in <logdir>/checkpoints")
+  parser.add_argument(
+    "--resume",
+    action="store_true",
+    help="continue from the latest checkpoint in <logdir>/checkpoints",
+  )
   parser.add_argument("--no-progress", action="store_true", help="no progress bar")
   args = parser.parse_intermixed_args(argv)
 
@@ -64,9 +73,16 @@ def main(argv=None) -> int:
   logdir = args.logdir or os.path.join("runs", args.env)
 
   from anakin_mz import run  # after validation: errors come fast
+
   try:
-    result = run.train(cfg, logdir=logdir, resume=args.resume, max_updates=args.updates,
-                       max_minutes=args.minutes, progress=not args.no_progress)
+    result = run.train(
+      cfg,
+      logdir=logdir,
+      resume=args.resume,
+      max_updates=args.updates,
+      max_minutes=args.minutes,
+      progress=not args.no_progress,
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
@@ -77,8 +93,10 @@ def main(argv=None) -> int:
     print("latest evaluation:", json.dumps(result.evals[-1], indent=1))
   print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
   if result.stopped_by in ("SIGINT", "SIGTERM"):
-    print(f"stopped by {result.stopped_by}; to continue, run the same command "
-          f"with --resume (logdir {logdir})")
+    print(
+      f"stopped by {result.stopped_by}; to continue, run the same command "
+      f"with --resume (logdir {logdir})"
+    )
   return 0
 
 

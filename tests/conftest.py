@@ -8,7 +8,8 @@ import tempfile
 import jax
 
 _CACHE = os.environ.get("ANAKIN_MZ_TEST_XLA_CACHE") or os.path.join(
-    tempfile.gettempdir(), "anakin_mz_test_xla_cache")
+  tempfile.gettempdir(), "anakin_mz_test_xla_cache"
+)
 jax.config.update("jax_compilation_cache_dir", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -18,12 +18,22 @@ from anakin_mz.anakin import Learner
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 TINY = [
-    "network.hidden=[16,16]", "network.latent_dim=8", "network.kind=mlp",
-    "search.num_simulations=3",
-    "train.num_envs=4", "train.rollout_length=4", "train.replay_capacity=40",
-    "train.min_replay=4", "train.batch_size=8", "train.unroll_steps=2",
-    "train.replay_ratio=2.0", "train.eval_every=0", "train.checkpoint_every=0",
-    "train.log_every=1", "train.eval_games=4", "train.total_updates=4",
+  "network.hidden=[16,16]",
+  "network.latent_dim=8",
+  "network.kind=mlp",
+  "search.num_simulations=3",
+  "train.num_envs=4",
+  "train.rollout_length=4",
+  "train.replay_capacity=40",
+  "train.min_replay=4",
+  "train.batch_size=8",
+  "train.unroll_steps=2",
+  "train.replay_ratio=2.0",
+  "train.eval_every=0",
+  "train.checkpoint_every=0",
+  "train.log_every=1",
+  "train.eval_games=4",
+  "train.total_updates=4",
 ]
 
 
@@ -54,8 +64,9 @@ def test_save_restore_identical_next_step(tmp_path):
   learner = Learner(tiny_config("catch"))
   state = learner.init(jax.random.PRNGKey(1))
   state, _ = learner.jit_step(state)
-  meta = ckpt.make_metadata(learner.config.to_dict(), "catch", learner.env.version,
-                            int(state.update_step))
+  meta = ckpt.make_metadata(
+    learner.config.to_dict(), "catch", learner.env.version, int(state.update_step)
+  )
   ckpt.save(str(tmp_path), int(state.update_step), jax.device_get(state), meta)
   restored, meta2 = ckpt.restore(str(tmp_path), jax.device_get(state))
   assert meta2["env_id"] == "catch"
@@ -81,8 +92,9 @@ def test_restore_errors(tmp_path):
   with pytest.raises(ckpt.CheckpointError, match="does not fit|another network"):
     ckpt.restore(str(tmp_path / "c"), other_state)
   with pytest.raises(ckpt.CheckpointError, match="is for env 'catch', not 'nannon'"):
-    ckpt.check_compatible(ckpt.load_metadata(str(tmp_path / "c")), "c",
-                          env_id="nannon", env_version=1)
+    ckpt.check_compatible(
+      ckpt.load_metadata(str(tmp_path / "c")), "c", env_id="nannon", env_version=1
+    )
 
 
 def test_resume_equals_uninterrupted(tmp_path):
@@ -94,10 +106,10 @@ def test_resume_equals_uninterrupted(tmp_path):
     run.train(cfg, logdir=str(tmp_path / "part"), max_updates=8, progress=False)
   other = tiny_config("catch", ["train.learning_rate=0.5"])
   with pytest.raises(ValueError, match="another config"):
-    run.train(other, logdir=str(tmp_path / "part"), resume=True, max_updates=8,
-              progress=False)
-  resumed = run.train(cfg, logdir=str(tmp_path / "part"), resume=True, max_updates=8,
-                      progress=False)
+    run.train(other, logdir=str(tmp_path / "part"), resume=True, max_updates=8, progress=False)
+  resumed = run.train(
+    cfg, logdir=str(tmp_path / "part"), resume=True, max_updates=8, progress=False
+  )
   _assert_trees_equal(resumed.state, full.state)
   # TensorBoard events were written.
   assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "full"))
@@ -128,8 +140,13 @@ print("OK two devices")
 
 
 def test_two_devices_stay_in_sync():
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
-             JAX_PLATFORMS="cpu")
-  out = subprocess.run([sys.executable, "-c", TWO_DEVICES, ROOT, *TINY], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+  out = subprocess.run(
+    [sys.executable, "-c", TWO_DEVICES, ROOT, *TINY],
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    cwd=ROOT,
+  )
   assert "OK two devices" in out.stdout, out.stdout + out.stderr

@@ -13,8 +13,14 @@ import pytest
 
 import envs
 from envs import CHANCE, TERMINAL
-from envs.breakthrough import (BLACK, EMPTY, WHITE, action_tables,
-                               from_openspiel_action, to_openspiel_action)
+from envs.breakthrough import (
+  BLACK,
+  EMPTY,
+  WHITE,
+  action_tables,
+  from_openspiel_action,
+  to_openspiel_action,
+)
 from envs.testing import random_playout
 import envs.bots
 from envs.bots.uct import legal_slots, mcts_policy, rollout_value, uniform_legal_action
@@ -31,8 +37,9 @@ def _state(env, picture, player):
   if not isinstance(picture, np.ndarray):
     picture = [[cells[ch] for ch in line] for line in picture]
   g = env.game.from_board(picture, player)
-  return env._make_state(g, rewards=jnp.zeros((2,), jnp.float32),
-                         step_count=jnp.int32(0), illegal=jnp.bool_(False))
+  return env._make_state(
+    g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0), illegal=jnp.bool_(False)
+  )
 
 
 def _random_positions(env, key, batch, num_steps):
@@ -52,14 +59,12 @@ def _random_positions(env, key, batch, num_steps):
 
   games, live = jax.device_get(run(key))
   live = np.asarray(live).reshape(-1)
-  return jax.tree.map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:])[live],
-                      games)
+  return jax.tree.map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:])[live], games)
 
 
 def _legal_names(env, s):
   mask = np.asarray(s.legal_action_mask)
-  return sorted(env.game.action_to_string(s.game, int(a))
-                for a in np.flatnonzero(mask))
+  return sorted(env.game.action_to_string(s.game, int(a)) for a in np.flatnonzero(mask))
 
 
 def _act(env, s, name):
@@ -87,8 +92,8 @@ def test_initial_position(rows, columns, home):
   s = env.init(jax.random.PRNGKey(0))
   board = np.asarray(s.game.board)
   assert board.shape == (rows, columns)
-  assert (board[:home] == BLACK).all() and (board[rows - home:] == WHITE).all()
-  assert (board[home:rows - home] == EMPTY).all()
+  assert (board[:home] == BLACK).all() and (board[rows - home :] == WHITE).all()
+  assert (board[home : rows - home] == EMPTY).all()
   assert int(s.current_player) == 0
   # Black's front row moves: 3 a piece, 2 at the edges.
   assert int(s.legal_action_mask.sum()) == 3 * columns - 2
@@ -97,8 +102,7 @@ def test_initial_position(rows, columns, home):
   legal = np.flatnonzero(s.legal_action_mask)
   assert (legal // 3 // columns == home - 1).all()
   white = env.game.from_board(env.game.initial_board(), 1)
-  np.testing.assert_array_equal(np.flatnonzero(env.game.legal_action_mask(white)),
-                                legal)
+  np.testing.assert_array_equal(np.flatnonzero(env.game.legal_action_mask(white)), legal)
 
 
 def test_chance_never_acts():
@@ -112,11 +116,7 @@ def test_chance_never_acts():
 
 def test_forward_and_diagonal_moves_onto_empty():
   env = _env()
-  s = _state(env, ["....b",
-                   "..b..",
-                   ".....",
-                   ".....",
-                   "w...."], 0)
+  s = _state(env, ["....b", "..b..", ".....", ".....", "w...."], 0)
   # Black: c4 goes to b3, c3 or d3; e5 (right edge) to d4 or e4.
   assert _legal_names(env, s) == ["c4b3", "c4c3", "c4d3", "e5d4", "e5e4"]
   s2 = _act(env, s, "c4c3")
@@ -130,20 +130,12 @@ def test_forward_and_diagonal_moves_onto_empty():
 
 def test_no_straight_capture_and_no_move_onto_own_piece():
   env = _env()
-  s = _state(env, [".....",
-                   "..bb.",
-                   "..w..",
-                   ".....",
-                   "....."], 0)
+  s = _state(env, [".....", "..bb.", "..w..", ".....", "....."], 0)
   names = _legal_names(env, s)
   assert "c4c3" not in names and "c4c3*" not in names  # blocked straight
   assert "d4c3*" in names  # but a diagonal capture of the same piece is legal
   assert "c4d3" in names and "c4b3" in names
-  s = _state(env, [".....",
-                   ".....",
-                   "..w..",
-                   ".ww..",
-                   "....b"], 1)
+  s = _state(env, [".....", ".....", "..w..", ".ww..", "....b"], 1)
   names = _legal_names(env, s)
   assert not any(n.startswith("b2") and n.endswith("c3") for n in names)
   assert "c2c3" not in names  # own piece in the way
@@ -152,16 +144,11 @@ def test_no_straight_capture_and_no_move_onto_own_piece():
 
 def test_diagonal_capture():
   env = _env()
-  s = _state(env, ["b....",
-                   "..b..",
-                   "...w.",
-                   ".....",
-                   "w...."], 0)
+  s = _state(env, ["b....", "..b..", "...w.", ".....", "w...."], 0)
   assert "c4d3*" in _legal_names(env, s)
   assert "c4d3" not in _legal_names(env, s)  # the name marks the capture
   # One action id captures or not depending on the position.
-  a = next(a for a in range(env.num_actions)
-           if env.game.action_to_string(s.game, a) == "c4d3*")
+  a = next(a for a in range(env.num_actions) if env.game.action_to_string(s.game, a) == "c4d3*")
   assert a == (1 * 5 + 2) * 3 + 2  # from (1, 2), forward-right for black
   empty = _state(env, ["b....", "..b..", ".....", ".....", "w...."], 0)
   assert env.game.action_to_string(empty.game, a) == "c4d3"
@@ -174,11 +161,14 @@ def test_diagonal_capture():
   np.testing.assert_array_equal(s2.rewards, [0.0, 0.0])
 
 
-@pytest.mark.parametrize("player,picture,move", [
+@pytest.mark.parametrize(
+  "player,picture,move",
+  [
     (0, [".....", ".....", ".....", "..b..", "w...."], "c2c1"),
     (0, [".....", ".....", ".....", "..b..", "w..w."], "c2d1*"),
     (1, ["....b", ".w...", ".....", ".....", "....."], "b4a5"),
-])
+  ],
+)
 def test_win_on_far_row(player, picture, move):
   env = _env()
   s = _act(env, _state(env, picture, player), move)
@@ -191,10 +181,13 @@ def test_win_on_far_row(player, picture, move):
   np.testing.assert_array_equal(s3.rewards, [0.0, 0.0])
 
 
-@pytest.mark.parametrize("player,picture,move", [
+@pytest.mark.parametrize(
+  "player,picture,move",
+  [
     (0, ["b....", ".b...", "..w..", ".....", "....."], "b4c3*"),
     (1, [".....", "..b..", ".w...", ".....", "w...."], "b3c4*"),
-])
+  ],
+)
 def test_win_by_capturing_all(player, picture, move):
   env = _env()
   s = _act(env, _state(env, picture, player), move)
@@ -213,8 +206,9 @@ def test_mask_matches_action_table_reference():
     rng = np.random.default_rng(rows * columns)
     boards = rng.integers(0, 3, size=(64, rows, columns)).astype(np.int8)
     for player in (0, 1):
-      gs = jax.vmap(lambda b: env.game.from_board(
-          np.zeros((rows, columns)), player).replace(board=b))(jnp.asarray(boards))
+      gs = jax.vmap(
+        lambda b: env.game.from_board(np.zeros((rows, columns)), player).replace(board=b)
+      )(jnp.asarray(boards))
       masks = np.asarray(jax.vmap(env.game.legal_action_mask)(gs))
       for board, mask in zip(boards, masks):
         frame = (board if player == 0 else board[::-1, ::-1]).reshape(-1)
@@ -266,8 +260,7 @@ def test_canonical_symmetry(rows, columns):
     np.testing.assert_array_equal(s.legal_action_mask, t.legal_action_mask)
     for a in np.flatnonzero(s.legal_action_mask)[::3]:
       s2, t2 = step(s, int(a)), step(t, int(a))
-      np.testing.assert_array_equal(_swap_and_turn(np.asarray(s2.game.board)),
-                                    t2.game.board)
+      np.testing.assert_array_equal(_swap_and_turn(np.asarray(s2.game.board)), t2.game.board)
       np.testing.assert_array_equal(s2.rewards, np.asarray(t2.rewards)[::-1])
       assert bool(s2.done) == bool(t2.done)
       np.testing.assert_array_equal(s2.observation, t2.observation)
@@ -282,8 +275,9 @@ def _openspiel_name(os_action, rows, columns):
   square, direction = divmod(rest, 6)
   r, c = divmod(square, columns)
   dr, dc = [(1, -1), (1, 0), (1, 1), (-1, -1), (-1, 0), (-1, 1)][direction]
-  return (f"{chr(ord('a') + c)}{rows - r}{chr(ord('a') + c + dc)}{rows - r - dr}"
-          + ("*" if capture else ""))
+  return f"{chr(ord('a') + c)}{rows - r}{chr(ord('a') + c + dc)}{rows - r - dr}" + (
+    "*" if capture else ""
+  )
 
 
 @pytest.mark.parametrize("rows,columns", [(5, 5), (6, 4), (8, 8)])
@@ -313,15 +307,13 @@ def test_openspiel_action_round_trip(rows, columns):
     direction = (ids // 2) % 6
     assert ((direction >= 3) == (p == 1)).all()  # the mover's directions
     src = ids // 12
-    dst = (src + (columns if p == 0 else -columns)
-           + np.array([-1, 0, 1, -1, 0, 1])[direction])
+    dst = src + (columns if p == 0 else -columns) + np.array([-1, 0, 1, -1, 0, 1])[direction]
     assert (boards[n, src] == p + 1).all()
     np.testing.assert_array_equal(ids % 2, boards[n, dst] == 2 - p)
     if n % 7 == 0:  # names are slow-ish Python
       g = jax.tree.map(lambda x: x[n], games)
       for a, i in zip(legal, ids):
-        assert env.game.action_to_string(g, int(a)) == \
-            _openspiel_name(int(i), rows, columns)
+        assert env.game.action_to_string(g, int(a)) == _openspiel_name(int(i), rows, columns)
 
 
 def test_render_draws_the_board():
@@ -351,8 +343,7 @@ def test_uniform_legal_action():
   mask[1, 31:33] = True  # across a block boundary
   mask[2, 5] = True
   keys = jax.random.split(jax.random.PRNGKey(0), 3000)
-  draws = np.asarray(jax.jit(jax.vmap(uniform_legal_action, (None, 0)))(
-      jnp.asarray(mask), keys))
+  draws = np.asarray(jax.jit(jax.vmap(uniform_legal_action, (None, 0)))(jnp.asarray(mask), keys))
   assert set(draws[:, 0]) == {3, 40, 299}
   assert set(draws[:, 1]) == {31, 32} and set(draws[:, 2]) == {5}
   assert set(draws[:, 3]) == {0}  # no legal action
@@ -400,6 +391,5 @@ def test_players_are_legal_and_mcts_takes_the_only_win():
       a = np.asarray(policy(s, jax.random.PRNGKey(seed)))
       assert a.shape == (2,) and legal[np.arange(2), a].all()
       if name == "mcts:32":
-        names = [env.game.action_to_string(g, int(x))
-                 for g, x in zip((black.game, white.game), a)]
+        names = [env.game.action_to_string(g, int(x)) for g, x in zip((black.game, white.game), a)]
         assert names == wins, (seed, names)

@@ -22,8 +22,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs.breakthrough import (BLACK, WHITE, from_openspiel_action,
-                               to_openspiel_action)
+from envs.breakthrough import BLACK, WHITE, from_openspiel_action, to_openspiel_action
 from envs.bots.uct import legal_slots, uniform_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
@@ -71,12 +70,20 @@ def _play(env, key, batch):
     round_trip = jnp.all((from_os(s.game, os_legal) == acts) | ~valid, -1)
     os_action = jax.vmap(to_openspiel_action)(s.game, a)
     s2 = jax.vmap(env.step)(s, a)
-    rec = dict(actions=a, legal=legal,
-               os_legal=jnp.where(valid, os_legal, -1).astype(jnp.int16),
-               os_action=os_action, round_trip=round_trip | s.done,
-               board=s2.game.board, player=s2.current_player, done=s2.done,
-               terminated=s2.terminated, truncated=s2.truncated,
-               illegal=s2.illegal_action, rewards=s2.rewards)
+    rec = dict(
+      actions=a,
+      legal=legal,
+      os_legal=jnp.where(valid, os_legal, -1).astype(jnp.int16),
+      os_action=os_action,
+      round_trip=round_trip | s.done,
+      board=s2.game.board,
+      player=s2.current_player,
+      done=s2.done,
+      terminated=s2.terminated,
+      truncated=s2.truncated,
+      illegal=s2.illegal_action,
+      rewards=s2.rewards,
+    )
     return s2, rec
 
   _, rec = jax.lax.scan(body, s, jax.random.split(k1, env.max_game_length))
@@ -98,8 +105,9 @@ def _check_against_openspiel(rows, columns, game_string, seed):
   assert env.num_actions == rows * columns * 3
   assert game.max_game_length() == env.max_game_length
   assert list(game.observation_tensor_shape()) == [3, rows, columns]
-  ours = np.array([ours_from_openspiel(a, rows, columns)
-                   for a in range(game.num_distinct_actions())])
+  ours = np.array(
+    [ours_from_openspiel(a, rows, columns) for a in range(game.num_distinct_actions())]
+  )
   first, rec = jax.device_get(_play(env, jax.random.PRNGKey(seed), NUM_GAMES))
   rec = {k: np.asarray(v) for k, v in rec.items()}
   assert not rec["truncated"].any() and not rec["illegal"].any()
@@ -111,32 +119,32 @@ def _check_against_openspiel(rows, columns, game_string, seed):
   np.testing.assert_array_equal(first["player"], 0)
   # The independent mapping agrees with the env's on every move played.
   played = np.arange(rec["actions"].shape[0])[:, None] < lengths
-  np.testing.assert_array_equal(ours[rec["os_action"]][played],
-                                rec["actions"][played])
+  np.testing.assert_array_equal(ours[rec["os_action"]][played], rec["actions"][played])
 
   for i in range(NUM_GAMES):
-    legal_sets = np.unpackbits(rec["legal"][:lengths[i], i], axis=-1,
-                               count=env.num_actions, bitorder="little")
+    legal_sets = np.unpackbits(
+      rec["legal"][: lengths[i], i], axis=-1, count=env.num_actions, bitorder="little"
+    )
     state = game.new_initial_state()
-    np.testing.assert_array_equal(_openspiel_board(state),
-                                  first["board"][i].reshape(-1))
+    np.testing.assert_array_equal(_openspiel_board(state), first["board"][i].reshape(-1))
     for t in range(lengths[i]):
       os_legal = sorted(state.legal_actions())
       converted = rec["os_legal"][t, i]
-      assert sorted(converted[converted >= 0].tolist()) == os_legal, (
-          i, t, str(state))
-      assert (np.flatnonzero(legal_sets[t]).tolist()
-              == sorted(ours[os_legal].tolist())), (i, t, str(state))
+      assert sorted(converted[converted >= 0].tolist()) == os_legal, (i, t, str(state))
+      assert np.flatnonzero(legal_sets[t]).tolist() == sorted(ours[os_legal].tolist()), (
+        i,
+        t,
+        str(state),
+      )
       os_action = int(rec["os_action"][t, i])
       state.apply_action(os_action)
       assert state.rewards() == rec["rewards"][t, i].tolist(), (i, t)
       board = _openspiel_board(state)
-      assert np.array_equal(board, rec["board"][t, i].reshape(-1)), (
-          i, t, str(state))
+      assert np.array_equal(board, rec["board"][t, i].reshape(-1)), (i, t, str(state))
       assert state.is_terminal() == (t == lengths[i] - 1), (i, t, str(state))
       if not state.is_terminal():
         assert state.current_player() == rec["player"][t, i]
-    assert state.returns() == rec["rewards"][:lengths[i], i].sum(0).tolist()
+    assert state.returns() == rec["rewards"][: lengths[i], i].sum(0).tolist()
   return lengths
 
 
@@ -173,7 +181,8 @@ def test_observation_and_names_match_openspiel():
         planes = t[::-1, ::-1][..., [1, 0, 2]] if p else t
         np.testing.assert_array_equal(observe(s, p), planes)
       np.testing.assert_array_equal(
-          np.asarray(s.observation), np.asarray(observe(s, state.current_player())))
+        np.asarray(s.observation), np.asarray(observe(s, state.current_player()))
+      )
       legal = state.legal_actions()
       for os_a in legal:
         a = int(from_os(s.game, os_a))

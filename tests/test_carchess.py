@@ -25,21 +25,30 @@ LANE_LIGHT = {lane: k for k, lane in enumerate(LIGHT_LANE)}
 
 # Test maps, as JSON specs (maps are data).
 MERGE = {  # lane 1 comes up col 2 and joins lane 0 (both then head east).
-    "name": "merge", "height": 3, "width": 6,
-    "lanes": [{"start": [0, 0], "path": "EEEEE"},
-              {"start": [2, 2], "path": "NNEEE"}],
-    "lights": [[0, 2], [2, 2]]}
+  "name": "merge",
+  "height": 3,
+  "width": 6,
+  "lanes": [{"start": [0, 0], "path": "EEEEE"}, {"start": [2, 2], "path": "NNEEE"}],
+  "lights": [[0, 2], [2, 2]],
+}
 TRIPLE = {  # three lanes meet at (2, 2) from the west, the north and the east.
-    "name": "triple", "height": 5, "width": 5,
-    "lanes": [{"start": [2, 0], "path": "EEEE"},
-              {"start": [0, 2], "path": "SSSS"},
-              {"start": [2, 4], "path": "WWWW"}],
-    "lights": [[2, 1], [1, 2]]}
+  "name": "triple",
+  "height": 5,
+  "width": 5,
+  "lanes": [
+    {"start": [2, 0], "path": "EEEE"},
+    {"start": [0, 2], "path": "SSSS"},
+    {"start": [2, 4], "path": "WWWW"},
+  ],
+  "lights": [[2, 1], [1, 2]],
+}
 LIGHT_ON_CROSSING = {  # the light stands on the crossing cell (1, 2).
-    "name": "light_on_crossing", "height": 4, "width": 5,
-    "lanes": [{"start": [1, 0], "path": "EEEE"},
-              {"start": [0, 2], "path": "SSS"}],
-    "lights": [[1, 2], [0, 2]]}
+  "name": "light_on_crossing",
+  "height": 4,
+  "width": 5,
+  "lanes": [{"start": [1, 0], "path": "EEEE"}, {"start": [0, 2], "path": "SSS"}],
+  "lights": [[1, 2], [0, 2]],
+}
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +71,13 @@ def board(env, cars=(), red=None, counters=None, turn=0):
     occ[lane, pos] = True
   red = np.zeros(game.num_lights, bool) if red is None else np.asarray(red, bool)
   counters = np.zeros(game.num_lanes, np.int32) if counters is None else counters
-  return g.replace(cars=jnp.asarray(occ), red=jnp.asarray(red),
-                   counters=jnp.asarray(counters, jnp.int32),
-                   chance_lane=jnp.int32(game.num_lanes), turn=jnp.int32(turn))
+  return g.replace(
+    cars=jnp.asarray(occ),
+    red=jnp.asarray(red),
+    counters=jnp.asarray(counters, jnp.int32),
+    chance_lane=jnp.int32(game.num_lanes),
+    turn=jnp.int32(turn),
+  )
 
 
 def cars_of(g):
@@ -78,10 +91,12 @@ def jitted(env, what):
   """One jitted function per (env, what), shared by the tests."""
   key = (id(env), what)
   if key not in _JITTED:
-    fn = {"step": lambda: jax.jit(env.step),
-          "sim_step": lambda: jax.jit(env.game.simulation_step),
-          "simulate": lambda: jax.jit(env.game.simulate, static_argnums=1),
-          "chance_probs": lambda: jax.jit(env.game.chance_probs)}[what]()
+    fn = {
+      "step": lambda: jax.jit(env.step),
+      "sim_step": lambda: jax.jit(env.game.simulation_step),
+      "simulate": lambda: jax.jit(env.game.simulate, static_argnums=1),
+      "chance_probs": lambda: jax.jit(env.game.chance_probs),
+    }[what]()
     _JITTED[key] = (env, fn)  # keeps env alive so its id is not reused
   return _JITTED[key][1]
 
@@ -99,6 +114,7 @@ def red_lights(*lanes):
 
 
 # The rules, each on a hand-built board.
+
 
 def test_red_light_holds_a_car(env):
   g = board(env, cars=[(0, 3), (2, 2)], red=red_lights(0, 2))
@@ -214,6 +230,7 @@ def test_clipped_distribution_with_spawn_min(tmp_path):
 
 # Round structure and turn order.
 
+
 def test_turn_order_and_rewards(env):
   state = env.init(jax.random.PRNGKey(1))
   step_fn = jitted(env, "step")
@@ -240,8 +257,11 @@ def test_turn_order_and_rewards(env):
       if p == 1:
         assert not bool(state.legal_action_mask[first])  # player 0's light
         # The round's reward: both toggles, then sim_steps steps.
-        want = float(simulate(state.game.replace(red=state.game.red ^ (
-            jnp.asarray(env.game._light_cells) == action))))
+        want = float(
+          simulate(
+            state.game.replace(red=state.game.red ^ (jnp.asarray(env.game._light_cells) == action))
+          )
+        )
       first = action
     state = step_fn(state, jnp.int32(action))
     rewards = np.asarray(state.rewards)
@@ -292,9 +312,11 @@ def test_start_state(env):
 
 # Observation and render.
 
+
 def test_observation_planes(env):
-  g = board(env, cars=[(0, 2), (3, 4)], red=[True, False, False, True],
-            counters=[0, 4, 2, 2], turn=1).replace(round=jnp.int32(3))
+  g = board(
+    env, cars=[(0, 2), (3, 4)], red=[True, False, False, True], counters=[0, 4, 2, 2], turn=1
+  ).replace(round=jnp.int32(3))
   obs = np.asarray(jax.jit(env.game.observe)(g, jnp.int32(1)))
   assert obs.shape == env.observation_shape == (10, 10, 22) and obs.dtype == np.float32
   lanes, light, counts = obs[..., :4], obs[..., 4], obs[..., 5:10]
@@ -309,8 +331,7 @@ def test_observation_planes(env):
 
 
 def test_render_shows_lanes_cars_lights_counters(env):
-  g = board(env, cars=[(0, 2), (1, 4)], red=[True, False, False, False],
-            counters=[3, 0, 1, 4])
+  g = board(env, cars=[(0, 2), (1, 4)], red=[True, False, False, False], counters=[3, 0, 1, 4])
   text = env.game.render(jax.device_get(g))
   rows = text.splitlines()
   assert rows[5] == " <<<<++GA<<3"  # lane 0: green light, a car, counter 3
@@ -321,6 +342,7 @@ def test_render_shows_lanes_cars_lights_counters(env):
 
 
 # Differential: the vectorised step against a plain transcription of RULES.md.
+
 
 def reference_step(m, cars, red, counters):
   """RULES.md, literally: returns (cars, counters, scored, crash count)."""
@@ -388,27 +410,37 @@ def random_boards(game, rng, num):
   return boards
 
 
-@pytest.mark.parametrize("spec", [None, MERGE, TRIPLE, LIGHT_ON_CROSSING],
-                         ids=["tutorial", "merge", "triple", "light_on_crossing"])
+@pytest.mark.parametrize(
+  "spec",
+  [None, MERGE, TRIPLE, LIGHT_ON_CROSSING],
+  ids=["tutorial", "merge", "triple", "light_on_crossing"],
+)
 def test_step_matches_reference_on_random_boards(spec, tmp_path):
   env = envs.make("carchess") if spec is None else map_env(tmp_path, spec)
   game = env.game
   boards = random_boards(game, np.random.default_rng(0), 300)
   g0 = game.init(jax.random.PRNGKey(0))
   batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(boards),) + x.shape), g0)
-  batch = batch.replace(cars=jnp.asarray(np.stack([b[0] for b in boards])),
-                        red=jnp.asarray(np.stack([b[1] for b in boards])),
-                        counters=jnp.asarray(np.stack([b[2] for b in boards]), jnp.int32))
+  batch = batch.replace(
+    cars=jnp.asarray(np.stack([b[0] for b in boards])),
+    red=jnp.asarray(np.stack([b[1] for b in boards])),
+    counters=jnp.asarray(np.stack([b[2] for b in boards]), jnp.int32),
+  )
   g2, scored, crashes = jax.device_get(jax.jit(jax.vmap(game.simulation_step))(batch))
   for k, (occ, red, counters) in enumerate(boards):
     cars = [(int(l), int(i)) for l, i in zip(*np.nonzero(occ))]
     want = reference_step(game.map, cars, red, counters)
-    got = ({(int(l), int(i)) for l, i in zip(*np.nonzero(g2.cars[k]))},
-           g2.counters[k].tolist(), int(scored[k]), int(crashes[k]))
+    got = (
+      {(int(l), int(i)) for l, i in zip(*np.nonzero(g2.cars[k]))},
+      g2.counters[k].tolist(),
+      int(scored[k]),
+      int(crashes[k]),
+    )
     assert got == (want[0], want[1], want[2], want[3]), f"board {k}"
 
 
 # Invariants over random play.
+
 
 def test_invariants_over_random_play(env):
   game = env.game
@@ -457,6 +489,7 @@ def test_invariants_over_random_play(env):
 
 # Maps and parameters.
 
+
 def test_tutorial_map_matches_rules_md():
   m = carchess_maps.load_map("tutorial")
   assert (m.height, m.width, m.num_lanes, m.max_lane_length) == (10, 10, 4, 10)
@@ -473,12 +506,15 @@ def test_a_new_map_is_data_only(tmp_path):
   env = map_env(tmp_path, TRIPLE, players=1, rounds=3)
   assert env.observation_shape == (5, 5, 3 + 1 + 2 + 1 + 3)
   assert env.num_chance_outcomes == 2  # floor((5 - 2) * 0.5) = 1
-  out = jax.jit(lambda k: match.play_match(env, envs.random_policy, envs.random_policy,
-                                            k, 8).score)(jax.random.PRNGKey(0))
+  out = jax.jit(
+    lambda k: match.play_match(env, envs.random_policy, envs.random_policy, k, 8).score
+  )(jax.random.PRNGKey(0))
   assert out.shape == (8,)
 
 
-@pytest.mark.parametrize("params,match", [
+@pytest.mark.parametrize(
+  "params,match",
+  [
     (dict(map="nowhere"), "unknown map 'nowhere'; available maps: .*tutorial"),
     (dict(map="/nonexistent/x.json"), "cannot read map file"),
     (dict(players=5), "players must be in 1..4"),
@@ -488,13 +524,16 @@ def test_a_new_map_is_data_only(tmp_path):
     (dict(density=0.0), r"density must be in \(0, 1\]"),
     (dict(spawn_min=3, spawn_max=2), "spawn_min <= spawn_max"),
     (dict(spawn_max=4.0), "must be of type int"),
-])
+  ],
+)
 def test_bad_params(params, match):
   with pytest.raises(ValueError, match=match):
     envs.make("carchess", **params)
 
 
-@pytest.mark.parametrize("change,match", [
+@pytest.mark.parametrize(
+  "change,match",
+  [
     (dict(height=0), "height must be a positive integer"),
     (dict(lanes=[]), "'lanes' must be a non-empty list"),
     (dict(lanes=[{"start": [0, 0], "path": "EX"}]), "string of N/S/E/W"),
@@ -504,7 +543,8 @@ def test_bad_params(params, match):
     (dict(lanes=[{"start": [0, 0], "path": "EWE"}]), "visits a cell twice"),
     (dict(lights=[[4, 4]]), "not on a lane cell"),
     (dict(lights=[[2, 1], [2, 1]]), "two lights on one cell"),
-])
+  ],
+)
 def test_bad_maps(change, match):
   spec = {**TRIPLE, **change}
   with pytest.raises(ValueError, match=match):
@@ -515,14 +555,16 @@ def test_bad_maps(change, match):
 
 # Policies.
 
+
 def test_greedy_takes_the_best_round(env):
   # Lane 0's queue waits at its red light; every other lane is empty. Player 1
   # (the last mover) should release it: toggling light 1 lets both cars reach
   # the end within the round's 5 steps plus 4 more; no other light scores.
   g = board(env, cars=[(0, 3), (0, 2)], red=[True, True, True, True], turn=1)
   state = env.init(jax.random.PRNGKey(0))
-  state = state.replace(game=g, current_player=jnp.int32(1),
-                        legal_action_mask=env.game.legal_action_mask(g))
+  state = state.replace(
+    game=g, current_player=jnp.int32(1), legal_action_mask=env.game.legal_action_mask(g)
+  )
   policy = jax.jit(jax.vmap(carchess_bots.greedy_policy(env.game), in_axes=(None, 0)))
   picks = policy(state, jax.random.split(jax.random.PRNGKey(0), 16))
   assert set(np.asarray(picks).tolist()) == {46}
@@ -560,6 +602,7 @@ def test_greedy_beats_random():
   scores = {}
   for name in ("random", "greedy"):
     _, pol = envs.bots.make_bot(name, env)
-    scores[name] = np.asarray(jax.jit(
-        lambda k: match.play_match(env, pol, pol, k, 1000).score)(jax.random.PRNGKey(0)))
+    scores[name] = np.asarray(
+      jax.jit(lambda k: match.play_match(env, pol, pol, k, 1000).score)(jax.random.PRNGKey(0))
+    )
   assert scores["greedy"].mean() > scores["random"].mean() + 10

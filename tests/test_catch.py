@@ -22,8 +22,7 @@ def _play_ours(env, ball_cols, actions):
 
     def body(s, a):
       s2 = jax.vmap(env.step)(s, a)
-      return s2, (s2.observation[..., 0], s2.rewards[:, 0], s2.terminated,
-                  s2.current_player)
+      return s2, (s2.observation[..., 0], s2.rewards[:, 0], s2.terminated, s2.current_player)
 
     _, (obs, rew, term, player) = jax.lax.scan(body, s, actions.T)
     obs = jnp.concatenate([s.observation[None, ..., 0], obs])
@@ -52,7 +51,8 @@ def test_matches_openspiel(rows, columns):
       assert not s.is_terminal() and not term[t, i]
       assert player[t, i] == s.current_player() == 0
       np.testing.assert_array_equal(
-          obs[t, i], np.asarray(s.observation_tensor()).reshape(rows, columns))
+        obs[t, i], np.asarray(s.observation_tensor()).reshape(rows, columns)
+      )
       s.apply_action(int(actions[i, t]))
       assert rew[t, i] == s.rewards()[0], (i, t)
     assert s.is_terminal() and term[rows - 1, i]
@@ -63,6 +63,7 @@ def test_matches_openspiel(rows, columns):
 def test_matches_gymnax(rows, columns):
   pytest.importorskip("gymnax")
   from gymnax.environments.bsuite import catch as gcatch
+
   genv = gcatch.Catch(rows=rows, columns=columns)
   params = genv.default_params
   env = envs.make("catch", rows=rows, columns=columns)
@@ -75,22 +76,25 @@ def test_matches_gymnax(rows, columns):
   def run_gymnax(ball_cols, actions):
     n = ball_cols.shape[0]
     state = gcatch.EnvState(
-        ball_x=ball_cols.astype(jnp.int32), ball_y=jnp.zeros((n,), jnp.int32),
-        paddle_x=jnp.full((n,), columns // 2, jnp.int32),
-        paddle_y=jnp.full((n,), rows - 1, jnp.int32),
-        prev_done=jnp.zeros((n,), bool), time=jnp.zeros((n,), jnp.int32))
+      ball_x=ball_cols.astype(jnp.int32),
+      ball_y=jnp.zeros((n,), jnp.int32),
+      paddle_x=jnp.full((n,), columns // 2, jnp.int32),
+      paddle_y=jnp.full((n,), rows - 1, jnp.int32),
+      prev_done=jnp.zeros((n,), bool),
+      time=jnp.zeros((n,), jnp.int32),
+    )
     obs0 = jax.vmap(genv.get_obs)(state)
 
     def body(state, a):
       o, state, r, done, _ = jax.vmap(genv.step_env, in_axes=(None, 0, 0, None))(
-          jax.random.PRNGKey(0), state, a, params)
+        jax.random.PRNGKey(0), state, a, params
+      )
       return state, (o, r, done)
 
     _, (o, r, d) = jax.lax.scan(body, state, actions.T)
     return obs0, o, r, d
 
-  obs0, gobs, grew, gdone = jax.device_get(
-      run_gymnax(jnp.asarray(ball_cols), jnp.asarray(actions)))
+  obs0, gobs, grew, gdone = jax.device_get(run_gymnax(jnp.asarray(ball_cols), jnp.asarray(actions)))
   np.testing.assert_array_equal(obs[0], obs0)
   np.testing.assert_array_equal(obs[1:], gobs)
   np.testing.assert_array_equal(rew, grew)
@@ -100,8 +104,9 @@ def test_matches_gymnax(rows, columns):
 def _start(env, column):
   s = env.init(jax.random.PRNGKey(0))
   assert int(s.current_player) == envs.CHANCE
-  np.testing.assert_allclose(s.chance_probs, np.full(env.num_chance_outcomes,
-                                                     1 / env.num_chance_outcomes))
+  np.testing.assert_allclose(
+    s.chance_probs, np.full(env.num_chance_outcomes, 1 / env.num_chance_outcomes)
+  )
   return env.step(s, column)
 
 

@@ -13,6 +13,7 @@ CONFIGS = sorted(glob.glob(os.path.join(ROOT, "configs", "*.yaml")))
 
 def test_every_registered_env_has_a_config():
   import envs
+
   names = {os.path.splitext(os.path.basename(p))[0] for p in CONFIGS}
   assert set(envs.registered()) <= names, set(envs.registered()) - names
 
@@ -34,8 +35,9 @@ def test_configs_load_and_round_trip(path):
 
 def test_overrides_apply_and_validate():
   path = os.path.join(ROOT, "configs", "catch.yaml")
-  cfg = config_lib.load(path, ["train.batch_size=16", "search.num_simulations=4",
-                               "env.params.rows=6", "seed=3"])
+  cfg = config_lib.load(
+    path, ["train.batch_size=16", "search.num_simulations=4", "env.params.rows=6", "seed=3"]
+  )
   assert cfg.train.batch_size == 16 and cfg.search.num_simulations == 4
   assert dict(cfg.env_params)["rows"] == 6 and cfg.seed == 3
   with pytest.raises(ValueError, match=r"unknown key\(s\) train.batchsize.*valid keys.*batch_size"):
@@ -97,9 +99,9 @@ def test_config_is_frozen():
 
 def test_temperature_schedule_decays_over_its_span_then_holds():
   from anakin_mz.anakin import Learner
+
   path = os.path.join(ROOT, "configs", "catch.yaml")
-  over = ["train.temperature_start=1.0", "train.temperature_end=0.2",
-          "train.total_updates=1000"]
+  over = ["train.temperature_start=1.0", "train.temperature_end=0.2", "train.total_updates=1000"]
   whole = Learner(config_lib.load(path, over))
   fast = Learner(config_lib.load(path, over + ["train.temperature_decay_updates=100"]))
   assert float(whole.temperature(500)) == pytest.approx(0.6)
@@ -113,13 +115,21 @@ def test_temperature_schedule_decays_over_its_span_then_holds():
 
 def test_learning_rate_schedule_keys_validate():
   path = os.path.join(ROOT, "configs", "catch.yaml")
-  with pytest.raises(ValueError,
-                     match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"):
+  with pytest.raises(
+    ValueError, match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"
+  ):
     config_lib.load(path, ["train.lr_schedule=step"])
   with pytest.raises(ValueError, match="learning_rate_end >= 0"):
     config_lib.load(path, ["train.learning_rate_end=-0.1"])
-  cosine = config_lib.load(path, ["train.lr_schedule=cosine", "train.total_updates=100",
-                                  "train.learning_rate=0.01", "train.learning_rate_end=0.001"])
+  cosine = config_lib.load(
+    path,
+    [
+      "train.lr_schedule=cosine",
+      "train.total_updates=100",
+      "train.learning_rate=0.01",
+      "train.learning_rate_end=0.001",
+    ],
+  )
   schedule = cosine.train.learning_rate_schedule()
   assert float(schedule(0)) == pytest.approx(0.01)
   assert float(schedule(100)) == pytest.approx(0.001)

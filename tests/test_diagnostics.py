@@ -17,8 +17,7 @@ K = 3
 @pytest.fixture(scope="module")
 def nannon():
   env = envs.make("nannon")
-  traj = diagnostics.random_play(env, jax.random.PRNGKey(3), num_games=24,
-                                 max_steps=160)
+  traj = diagnostics.random_play(env, jax.random.PRNGKey(3), num_games=24, max_steps=160)
   return env, traj
 
 
@@ -35,12 +34,12 @@ def test_random_play_is_a_valid_game(nannon):
   decision = exists & (traj.player >= 0)
   chance = exists & (traj.player == envs.CHANCE)
   a = traj.action
-  assert np.all(np.take_along_axis(traj.legal, np.where(decision, a, 0)[..., None],
-                                   -1)[..., 0][decision])
+  assert np.all(
+    np.take_along_axis(traj.legal, np.where(decision, a, 0)[..., None], -1)[..., 0][decision]
+  )
   outcome = np.where(chance, a - env.num_actions, 0)
   assert np.all(a[chance] >= env.num_actions)
-  assert np.all(np.take_along_axis(traj.chance_probs, outcome[..., None],
-                                   -1)[..., 0][chance] > 0)
+  assert np.all(np.take_along_axis(traj.chance_probs, outcome[..., None], -1)[..., 0][chance] > 0)
   # Zero-sum: one winner per game.
   totals = np.where(exists[..., None], traj.rewards, 0).sum(0)
   np.testing.assert_allclose(totals.sum(-1), 0)
@@ -50,24 +49,33 @@ def test_random_play_is_a_valid_game(nannon):
 def _oracle(env, s):
   """Outputs of a model that knows the game exactly."""
   legal = s["legal"].astype(np.float64)
-  policy = np.where(legal.any(-1, keepdims=True),
-                    legal / np.maximum(legal.sum(-1, keepdims=True), 1),
-                    1.0 / env.num_actions)
+  policy = np.where(
+    legal.any(-1, keepdims=True),
+    legal / np.maximum(legal.sum(-1, keepdims=True), 1),
+    1.0 / env.num_actions,
+  )
   player = s["player"][:, 1:]
   p = env.num_players
-  identity = np.where(player >= 0, np.mod(player - s["root_player"][:, None], p),
-                      np.where(player == envs.CHANCE, p, p + 1))
+  identity = np.where(
+    player >= 0,
+    np.mod(player - s["root_player"][:, None], p),
+    np.where(player == envs.CHANCE, p, p + 1),
+  )
   k = s["actions"].shape[1]
-  reward = np.take_along_axis(s["rewards"], s["root_player"][:, None, None].repeat(k, 1),
-                              -1)[..., 0]
-  return {"policy": policy, "chance": s["chance_probs"].copy(),
-          "identity": identity, "reward": reward}
+  reward = np.take_along_axis(s["rewards"], s["root_player"][:, None, None].repeat(k, 1), -1)[
+    ..., 0
+  ]
+  return {
+    "policy": policy,
+    "chance": s["chance_probs"].copy(),
+    "identity": identity,
+    "reward": reward,
+  }
 
 
 def _rates(env, s, out):
   res = diagnostics.score(env, s, out)
-  return {name: diagnostics._mean(np.asarray(v, float), m)
-          for name, (v, m) in res.items()}
+  return {name: diagnostics._mean(np.asarray(v, float), m) for name, (v, m) in res.items()}
 
 
 def test_a_perfect_model_passes_every_test(nannon):
@@ -77,8 +85,14 @@ def test_a_perfect_model_passes_every_test(nannon):
   assert n == int(np.sum(traj.exists & (traj.player >= 0)))
   assert np.all(s["player"][:, 0] >= 0)
   rates = _rates(env, s, _oracle(env, s))
-  for name in ("top_move", "top1", "uniform", "identity_turn",
-               "identity_chance", "identity_terminal"):
+  for name in (
+    "top_move",
+    "top1",
+    "uniform",
+    "identity_turn",
+    "identity_chance",
+    "identity_terminal",
+  ):
     mean, count = rates[name]
     assert np.all(mean[count > 0] == 1.0), name
   assert rates["top_move"][1][0] == n
@@ -102,7 +116,7 @@ def test_each_mistake_is_counted_once(nannon):
   out["policy"][i, k, bad] = 1.0
   j = int(np.argwhere(s["player"][:, 1] == envs.CHANCE)[0, 0])
   out["chance"][j, 1] = np.roll(out["chance"][j, 1], 1)
-  out["identity"][j, 0] = 0           # says "root mover" at a chance state
+  out["identity"][j, 0] = 0  # says "root mover" at a chance state
   out["reward"][j, 0] += 0.5
   rates = _rates(env, s, out)
   for name in ("top_move", "top1", "uniform"):
@@ -120,25 +134,34 @@ def test_each_mistake_is_counted_once(nannon):
 def _synthetic(probs, legal, root_player=0, rewards=(0.0, 0.0), next_player=1):
   """One start, K = 1, of a fake 2-player game with 4 actions."""
   env = types.SimpleNamespace(num_players=2, num_actions=4)
-  s = {"actions": np.zeros((1, 1), np.int32),
-       "root_player": np.array([root_player]),
-       "player": np.array([[root_player, next_player]]),
-       "legal": np.array([[legal, legal]]),
-       "chance_probs": np.zeros((1, 2, 2)),
-       "rewards": np.array([[rewards]], np.float32),
-       "exists": np.ones((1, 2), bool)}
-  out = {"policy": np.array([[probs, probs]]), "chance": np.zeros((1, 2, 2)),
-         "identity": np.zeros((1, 1), np.int64), "reward": np.zeros((1, 1))}
+  s = {
+    "actions": np.zeros((1, 1), np.int32),
+    "root_player": np.array([root_player]),
+    "player": np.array([[root_player, next_player]]),
+    "legal": np.array([[legal, legal]]),
+    "chance_probs": np.zeros((1, 2, 2)),
+    "rewards": np.array([[rewards]], np.float32),
+    "exists": np.ones((1, 2), bool),
+  }
+  out = {
+    "policy": np.array([[probs, probs]]),
+    "chance": np.zeros((1, 2, 2)),
+    "identity": np.zeros((1, 1), np.int64),
+    "reward": np.zeros((1, 1)),
+  }
   return env, s, out
 
 
-@pytest.mark.parametrize("probs,top_move,top1,uniform", [
-    ([0.4, 0.3, 0.2, 0.1], 1, 1, 1),    # legal moves ranked first
-    ([0.4, 0.1, 0.3, 0.2], 0, 1, 0),    # an illegal move above a legal one; 0.3 > 1/4
-    ([0.3, 0.3, 0.2, 0.2], 1, 1, 1),    # ties at the boundary pass both tests
+@pytest.mark.parametrize(
+  "probs,top_move,top1,uniform",
+  [
+    ([0.4, 0.3, 0.2, 0.1], 1, 1, 1),  # legal moves ranked first
+    ([0.4, 0.1, 0.3, 0.2], 0, 1, 0),  # an illegal move above a legal one; 0.3 > 1/4
+    ([0.3, 0.3, 0.2, 0.2], 1, 1, 1),  # ties at the boundary pass both tests
     ([0.2, 0.2, 0.25, 0.35], 0, 0, 0),  # the top move is illegal
     ([0.5, 0.26, 0.24, 0.0], 1, 1, 1),  # illegal 0.24 < legal 0.26 and < 1/4
-])
+  ],
+)
 def test_top_move_and_uniform_semantics(probs, top_move, top1, uniform):
   env, s, out = _synthetic(probs, [True, True, False, False])
   res = diagnostics.score(env, s, out)
@@ -150,8 +173,9 @@ def test_top_move_and_uniform_semantics(probs, top_move, top1, uniform):
 def test_rewards_and_identity_are_seen_from_the_root_mover():
   # Root mover is player 1; the transition pays player 1 +1; next mover is
   # player 0, relative player 1.
-  env, s, out = _synthetic([1, 0, 0, 0], [True] * 4, root_player=1,
-                           rewards=(-1.0, 1.0), next_player=0)
+  env, s, out = _synthetic(
+    [1, 0, 0, 0], [True] * 4, root_player=1, rewards=(-1.0, 1.0), next_player=0
+  )
   out["reward"][:] = 1.0
   out["identity"][:] = 1
   res = diagnostics.score(env, s, out)
@@ -168,9 +192,16 @@ def test_dynamics_tests_on_a_network():
   env = envs.make("nannon")
   net = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
   params = net.init(jax.random.PRNGKey(0))
-  report = diagnostics.dynamics_tests(env, net, params, jax.random.PRNGKey(1),
-                                      num_games=8, unroll_steps=2,
-                                      max_steps=160, batch_size=64)
+  report = diagnostics.dynamics_tests(
+    env,
+    net,
+    params,
+    jax.random.PRNGKey(1),
+    num_games=8,
+    unroll_steps=2,
+    max_steps=160,
+    batch_size=64,
+  )
   assert list(report.depth) == [0, 1, 2]
   assert report.counts["top_move"][0] == report.num_positions > 0
   for name in diagnostics.METRICS:
@@ -180,5 +211,5 @@ def test_dynamics_tests_on_a_network():
       assert np.all((v[np.isfinite(v)] >= 0) & (v[np.isfinite(v)] <= 1)), name
   tags = report.scalars()
   assert "dynamics/top_move_k0" in tags and "dynamics/chance_tv_k1" in tags
-  assert "dynamics/identity_turn_k0" not in tags   # no identity at the root
+  assert "dynamics/identity_turn_k0" not in tags  # no identity at the root
   assert "top-move" in report.table()

@@ -50,8 +50,9 @@ def batch_of_one(g):
 @jax.jit
 def env_state(g):
   """An env `State` around a hand-built game state."""
-  return ENV._make_state(g, rewards=jnp.zeros((2,), jnp.float32),
-                         step_count=jnp.int32(0), illegal=jnp.bool_(False))
+  return ENV._make_state(
+    g, rewards=jnp.zeros((2,), jnp.float32), step_count=jnp.int32(0), illegal=jnp.bool_(False)
+  )
 
 
 def squares(g, side):
@@ -60,14 +61,18 @@ def squares(g, side):
 
 # Choice of the piece to move.
 
-@pytest.mark.parametrize("face, expected", [
-    (3, {2, 5}),   # piece 3 gone: nearest lower 2 and nearest higher 5
+
+@pytest.mark.parametrize(
+  "face, expected",
+  [
+    (3, {2, 5}),  # piece 3 gone: nearest lower 2 and nearest higher 5
     (4, {2, 5}),
-    (1, {2}),      # no lower piece
-    (6, {5}),      # no higher piece
-    (2, {2}),      # the named piece is on the board
+    (1, {2}),  # no lower piece
+    (6, {5}),  # no higher piece
+    (2, {2}),  # the named piece is on the board
     (5, {5}),
-])
+  ],
+)
 def test_die_selects_named_or_nearest_pieces(face, expected):
   g = position(black={2: (0, 0), 5: (2, 2)}, white={1: (4, 4)}, to_move=0, die=face)
   movers = {int(m[1]) for m in moves(g)}
@@ -94,9 +99,11 @@ def test_moves_stay_on_the_board_and_go_toward_the_corner():
 
 # Captures and wins.
 
+
 def test_capture_own_piece():
-  g = position(black={1: (1, 1), 2: (2, 2), 3: (0, 0)}, white={1: (4, 0), 2: (0, 4)},
-               to_move=0, die=1)
+  g = position(
+    black={1: (1, 1), 2: (2, 2), 3: (0, 0)}, white={1: (4, 0), 2: (0, 4)}, to_move=0, die=1
+  )
   g2, rewards = apply_action(g, action_named(g, "b1-diag"))
   assert squares(g2, 0) == {1: (2, 2), 3: (0, 0)}
   assert squares(g2, 1) == squares(g, 1)
@@ -144,6 +151,7 @@ def test_win_by_capturing_the_last_enemy_piece(side):
 
 # Setup, chance and encodings.
 
+
 def test_standard_layout_and_first_turn():
   env = envs.make("einstein", placement="standard")
   s = jax.jit(env.init)(jax.random.PRNGKey(0))
@@ -163,8 +171,10 @@ def test_standard_layout_and_first_turn():
 
 def test_random_layouts_are_permutations_on_the_start_squares():
   states = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.PRNGKey(1), 64))
-  start = {0: {(r, c) for r in range(5) for c in range(5) if r + c <= 2},
-           1: {(r, c) for r in range(5) for c in range(5) if r + c >= 6}}
+  start = {
+    0: {(r, c) for r in range(5) for c in range(5) if r + c <= 2},
+    1: {(r, c) for r in range(5) for c in range(5) if r + c >= 6},
+  }
   layouts = set()
   for i in range(64):
     g = jax.tree.map(lambda x, i=i: x[i], states.game)
@@ -215,8 +225,9 @@ def test_observation_is_from_the_movers_view():
 
 
 def test_openspiel_bijection_round_trips():
-  g = position(black={1: (0, 0), 4: (1, 1), 6: (3, 2)}, white={2: (1, 2), 5: (4, 4)},
-               to_move=0, die=5)
+  g = position(
+    black={1: (0, 0), 4: (1, 1), 6: (3, 2)}, white={2: (1, 2), 5: (4, 4)}, to_move=0, die=5
+  )
   for a in np.flatnonzero(legal_mask(g)):
     os_a = einstein.to_openspiel_action(g, jnp.int32(a))
     assert int(einstein.from_openspiel_action(g, os_a)) == a
@@ -243,6 +254,7 @@ def test_bad_params_and_positions():
 
 # Opponents.
 
+
 def test_random_policy_plays_legal_moves_and_chance():
   policy = jax.jit(envs.random_policy)
   s = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.PRNGKey(0), 8))
@@ -262,13 +274,15 @@ def test_expectiminimax_takes_a_win():
 def test_expectiminimax_averages_the_die():
   # White w1 at (1, 1) wins on faces 1..5 (faces 2..5 give the choice of w1);
   # face 6 moves w6 only. Black may capture w1 with b2 (down from (0, 1)).
-  g = position(black={2: (0, 1), 5: (2, 3)}, white={1: (1, 1), 6: (4, 0)},
-               to_move=0, die=2)
+  g = position(black={2: (0, 1), 5: (2, 3)}, white={1: (1, 1), 6: (4, 0)}, to_move=0, die=2)
   no_eval = lambda h, p: jnp.float32(0.0)
   search = jax.jit(lambda h: expectiminimax_values(GAME, h, 2, no_eval))
   actions, valid, values = search(g)
-  got = {GAME.action_to_string(g, int(a)).split()[0]: float(v)
-         for a, ok, v in zip(actions, valid, values) if ok}
+  got = {
+    GAME.action_to_string(g, int(a)).split()[0]: float(v)
+    for a, ok, v in zip(actions, valid, values)
+    if ok
+  }
   assert set(got) == {"b2-diag", "b2-down", "b2-right"}
   np.testing.assert_allclose(got["b2-diag"], -5 / 6, rtol=1e-6)
   np.testing.assert_allclose(got["b2-right"], -5 / 6, rtol=1e-6)

@@ -47,9 +47,13 @@ OURS = [ours_from_openspiel(a) for a in range(300)]
 # CELLS[square][code]: OpenSpiel's text for one square (`|__|`, `|b3|`, `|w1|`,
 # a newline after each row of 5) holding code 0 (empty), 1..6 (black piece
 # 1..6) or 7..12 (white piece 1..6).
-CELLS = [[c + ("\n" if sq % 5 == 4 else "")
-          for c in ["|__|"] + [f"|{side}{k}|" for side in "bw" for k in range(1, 7)]]
-         for sq in range(25)]
+CELLS = [
+  [
+    c + ("\n" if sq % 5 == 4 else "")
+    for c in ["|__|"] + [f"|{side}{k}|" for side in "bw" for k in range(1, 7)]
+  ]
+  for sq in range(25)
+]
 
 
 def board_codes(pos: np.ndarray) -> np.ndarray:
@@ -77,8 +81,9 @@ def uniform_choice(state, key):
     k = jnp.floor(u * jnp.sum(allowed)).astype(jnp.int32)
     return jnp.argmax(jnp.cumsum(allowed) > k).astype(jnp.int32)
 
-  return jnp.where(state.current_player == CHANCE, pick(state.chance_probs > 0),
-                   pick(state.legal_action_mask))
+  return jnp.where(
+    state.current_player == CHANCE, pick(state.chance_probs > 0), pick(state.legal_action_mask)
+  )
 
 
 def record_games(num_games: int, key: jax.Array) -> dict:
@@ -96,15 +101,21 @@ def record_games(num_games: int, key: jax.Array) -> dict:
       a = jax.vmap(uniform_choice)(s, jax.random.split(k, num_games))
       n_chance = jnp.sum(s.chance_probs > 0, -1)
       # The possible outcomes are 0..n_chance-1, each equally likely.
-      prefix = s.chance_probs[:, :1] * (jnp.arange(env.num_chance_outcomes)
-                                        < n_chance[:, None])
+      prefix = s.chance_probs[:, :1] * (jnp.arange(env.num_chance_outcomes) < n_chance[:, None])
       uniform = jnp.all(jnp.abs(s.chance_probs - prefix) < 1e-7, -1)
       os_a = jax.vmap(einstein.to_openspiel_action)(s.game, a)
       s2 = jax.vmap(env.step)(s, a)
-      rec = dict(player=s.current_player, mask=s.legal_action_mask,
-                 n_chance=n_chance, uniform=uniform, action=a,
-                 os_action=os_a, pos=s2.game.pos.astype(jnp.int8),
-                 rewards=s2.rewards, next_player=s2.current_player)
+      rec = dict(
+        player=s.current_player,
+        mask=s.legal_action_mask,
+        n_chance=n_chance,
+        uniform=uniform,
+        action=a,
+        os_action=os_a,
+        pos=s2.game.pos.astype(jnp.int8),
+        rewards=s2.rewards,
+        next_player=s2.current_player,
+      )
       return s2, rec
 
     _, rec = jax.lax.scan(body, s, jax.random.split(k1, steps))

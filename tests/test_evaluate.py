@@ -21,22 +21,33 @@ from anakin_mz.eval import opponents, report
 from anakin_mz.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-TINY = ["network.hidden=[8]", "network.latent_dim=8", "search.num_simulations=2",
-        "train.num_envs=2", "train.batch_size=4", "train.rollout_length=2",
-        "train.replay_capacity=16", "train.min_replay=1", "train.unroll_steps=2"]
+TINY = [
+  "network.hidden=[8]",
+  "network.latent_dim=8",
+  "search.num_simulations=2",
+  "train.num_envs=2",
+  "train.batch_size=4",
+  "train.rollout_length=2",
+  "train.replay_capacity=16",
+  "train.min_replay=1",
+  "train.unroll_steps=2",
+]
 
 
 def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=None):
   """Saves a fresh TrainState of a tiny config at `steps`. With
   `state_overrides` the arrays come from another config (a mismatch)."""
-  cfg = config_lib.load(os.path.join(ROOT, "configs", f"{env_name}.yaml"),
-                        TINY + list(overrides))
-  arrays_cfg = cfg if state_overrides is None else config_lib.load(
-      os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(state_overrides))
+  cfg = config_lib.load(os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(overrides))
+  arrays_cfg = (
+    cfg
+    if state_overrides is None
+    else config_lib.load(
+      os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(state_overrides)
+    )
+  )
   learner = Learner(arrays_cfg)
   for step in steps:
-    state = jax.tree.map(lambda x: np.asarray(x)[None],
-                         learner.init(jax.random.PRNGKey(step)))
+    state = jax.tree.map(lambda x: np.asarray(x)[None], learner.init(jax.random.PRNGKey(step)))
     meta = ckpt.make_metadata(cfg.to_dict(), learner.env.id, learner.env.version, step)
     meta["num_devices"] = 1
     ckpt.save(str(directory), step, state, meta)
@@ -45,8 +56,7 @@ def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=Non
 
 @pytest.fixture(scope="module")
 def nannon_ckpt(tmp_path_factory):
-  return save_tiny(tmp_path_factory.mktemp("nannon") / "checkpoints", "nannon",
-                   steps=(3, 6))
+  return save_tiny(tmp_path_factory.mktemp("nannon") / "checkpoints", "nannon", steps=(3, 6))
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +73,13 @@ def _error(directory, **kwargs):
 
 def _script(name, *args):
   """Runs `scripts/<name>.py` as a user would (the installed package)."""
-  return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"),
-                         *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+  return subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"), *args],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    cwd=ROOT,
+  )
 
 
 def test_missing_path_is_a_clear_error(tmp_path):
@@ -133,18 +148,19 @@ def test_opponent_specs():
 @pytest.mark.slow
 def test_optimal_opponent_beats_random():
   from anakin_mz.eval import match
+
   nannon = envs.make("nannon")
   opt = opponents.make_opponent("optimal", nannon)
-  res = jax.jit(lambda k: match.play_match(
-      nannon, opt.policy, envs.random_policy, k, 64))(jax.random.PRNGKey(0))
+  res = jax.jit(lambda k: match.play_match(nannon, opt.policy, envs.random_policy, k, 64))(
+    jax.random.PRNGKey(0)
+  )
   assert float(np.mean(np.asarray(res.score) > 0)) > 0.5
 
 
 @pytest.mark.parametrize("game", sorted(envs.registered()))
 def test_tiny_end_to_end_evaluation(game, tmp_path):
   directory = save_tiny(tmp_path / "ck", game)
-  r = report.evaluate_checkpoint(directory, opponent="random",
-                                 games=4, seed=1, extra=False)
+  r = report.evaluate_checkpoint(directory, opponent="random", games=4, seed=1, extra=False)
   assert r["game"] == game and r["step"] == 3 and r["simulations"] == 2
   assert r["checkpoint"] == os.path.abspath(directory)
   if envs.make(game).payoff == "zero_sum":
@@ -162,18 +178,31 @@ def test_tiny_end_to_end_evaluation(game, tmp_path):
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(nannon_ckpt, tmp_path):
   out_json = str(tmp_path / "e.json")
-  out = _script("evaluate", "--checkpoint", nannon_ckpt, "--step", "3", "--games", "4",
-                "--opponent", "optimal", "--diagnostics",
-                "--diagnostic-games", "4", "--json", out_json)
+  out = _script(
+    "evaluate",
+    "--checkpoint",
+    nannon_ckpt,
+    "--step",
+    "3",
+    "--games",
+    "4",
+    "--opponent",
+    "optimal",
+    "--diagnostics",
+    "--diagnostic-games",
+    "4",
+    "--json",
+    out_json,
+  )
   assert out.returncode == 0, out.stderr
   text = out.stdout
   assert "win" in text and "95% Wilson interval" in text
   assert "search policy table" in text and "top-move" in text
   import json
+
   with open(out_json, encoding="utf-8") as f:
     data = json.load(f)
-  for k in ("greedy_vs_optimal", "greedy_vs_random", "search_vs_optimal",
-            "search_vs_random"):
+  for k in ("greedy_vs_optimal", "greedy_vs_random", "search_vs_optimal", "search_vs_random"):
     assert 0.0 <= data["exact"][k] <= 1.0
   # Exact: the optimal player beats random with probability about 0.69.
   assert data["exact"]["optimal_vs_random"] == pytest.approx(0.69, abs=0.02)
@@ -206,6 +235,7 @@ def test_a_bot_against_a_bot():
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_tournament(nannon_ckpt, tmp_path):
   from anakin_mz.eval import tournament
+
   png = str(tmp_path / "elo.png")
   t = tournament.run_tournament(all_steps=[nannon_ckpt], bots=["random"], games=4)
   tournament.plot_elo(t.fit, t.players, png, "elo")
@@ -219,12 +249,20 @@ def test_tournament(nannon_ckpt, tmp_path):
 def test_plot(tmp_path):
   from anakin_mz import plots
   from anakin_mz.summary import SummaryWriter
+
   w = SummaryWriter(str(tmp_path / "run"))
   for step in range(0, 100, 10):
-    w.scalars(step, {"train/loss": 1.0 / (step + 1), "train/env_steps": 64.0 * step,
-                     "eval/vs_random_score_mean": step / 100,
-                     "dynamics/top_move_k0": 0.5, "dynamics/top_move_k1": 0.4,
-                     "dynamics/uniform_k0": 0.7})
+    w.scalars(
+      step,
+      {
+        "train/loss": 1.0 / (step + 1),
+        "train/env_steps": 64.0 * step,
+        "eval/vs_random_score_mean": step / 100,
+        "dynamics/top_move_k0": 0.5,
+        "dynamics/top_move_k1": 0.4,
+        "dynamics/uniform_k0": 0.7,
+      },
+    )
   w.close()
   out = str(tmp_path / "plots")
   assert plots.make_plots([str(tmp_path / "run")], out)
@@ -238,6 +276,7 @@ def test_plot(tmp_path):
 def test_show_search(nannon_ckpt):
   from anakin_mz import agent as agent_lib
   from anakin_mz.eval import search_tree
+
   agent = agent_lib.load_agent(nannon_ckpt)
   out, svg = search_tree.show(agent, moves=3, simulations=6)
   assert "[0] choice P" in out and "real: decision" in out
@@ -248,6 +287,7 @@ def test_show_search(nannon_ckpt):
 def test_play_reprompts_on_bad_input(catch_ckpt, capsys):
   from anakin_mz import agent as agent_lib
   from anakin_mz.eval import play
+
   answers = iter(["left", "7", ""] + ["1"] * 20)
   agent = agent_lib.load_agent(catch_ckpt, expect_env="catch")
   assert play.play(agent, 0, 0, None, "search", read=lambda prompt: next(answers)) == 0

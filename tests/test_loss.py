@@ -34,28 +34,29 @@ def _terms(out, batch, **kwargs):
 
 def _batch(**over):
   b = dict(
-      observation=jnp.zeros((NB, 1)),
-      actions=jnp.zeros((NB, K), jnp.int32),
-      target_value=jnp.array([[1.0, -0.5, 0.0], [0.25, 0.0, 0.0]]),
-      target_reward=jnp.array([[0.0, 1.0], [2.0, 0.0]]),
-      target_policy=jnp.array([[[0.5, 0.5, 0.0], [0, 0, 0], [1 / 3] * 3],
-                               [[0.2, 0.3, 0.5], [0, 0, 0], [0, 0, 0]]]),
-      policy_mask=jnp.array([[True, False, True], [True, False, False]]),
-      target_chance=jnp.array([[[0, 0], [0.5, 0.5], [0, 0]],
-                               [[0, 0], [0.75, 0.25], [0, 0]]]),
-      chance_mask=jnp.array([[False, True, False], [False, True, False]]),
-      target_identity=jnp.array([[2, 0], [3, 3]], jnp.int32))
+    observation=jnp.zeros((NB, 1)),
+    actions=jnp.zeros((NB, K), jnp.int32),
+    target_value=jnp.array([[1.0, -0.5, 0.0], [0.25, 0.0, 0.0]]),
+    target_reward=jnp.array([[0.0, 1.0], [2.0, 0.0]]),
+    target_policy=jnp.array(
+      [[[0.5, 0.5, 0.0], [0, 0, 0], [1 / 3] * 3], [[0.2, 0.3, 0.5], [0, 0, 0], [0, 0, 0]]]
+    ),
+    policy_mask=jnp.array([[True, False, True], [True, False, False]]),
+    target_chance=jnp.array([[[0, 0], [0.5, 0.5], [0, 0]], [[0, 0], [0.75, 0.25], [0, 0]]]),
+    chance_mask=jnp.array([[False, True, False], [False, True, False]]),
+    target_identity=jnp.array([[2, 0], [3, 3]], jnp.int32),
+  )
   b.update(over)
   return replay.Batch(**b)
 
 
 def _zeros(v):
   return {
-      "value_logits": jnp.zeros((NB, K + 1, v)),
-      "reward_logits": jnp.zeros((NB, K, v)),
-      "policy_logits": jnp.zeros((NB, K + 1, A)),
-      "chance_logits": jnp.zeros((NB, K + 1, C)),
-      "identity_logits": jnp.zeros((NB, K, P + 2)),
+    "value_logits": jnp.zeros((NB, K + 1, v)),
+    "reward_logits": jnp.zeros((NB, K, v)),
+    "policy_logits": jnp.zeros((NB, K + 1, A)),
+    "chance_logits": jnp.zeros((NB, K + 1, C)),
+    "identity_logits": jnp.zeros((NB, K, P + 2)),
   }
 
 
@@ -77,17 +78,16 @@ def test_exact_terms_with_uniform_outputs():
 def test_exact_terms_with_hand_set_logits():
   out = _zeros(1)
   # p = [1, 2, 5] / 8 at sample 0, step 0 (target [0.5, 0.5, 0]).
-  out["policy_logits"] = out["policy_logits"].at[0, 0].set(
-      jnp.log(jnp.array([1.0, 2.0, 5.0])))
+  out["policy_logits"] = out["policy_logits"].at[0, 0].set(jnp.log(jnp.array([1.0, 2.0, 5.0])))
   out["value_logits"] = out["value_logits"].at[0, 0, 0].set(0.75)
-  out["identity_logits"] = out["identity_logits"].at[1, 1].set(
-      jnp.array([0.0, 0.0, 0.0, jnp.log(5.0)]))   # p(terminal) = 5/8
+  out["identity_logits"] = (
+    out["identity_logits"].at[1, 1].set(jnp.array([0.0, 0.0, 0.0, jnp.log(5.0)]))
+  )  # p(terminal) = 5/8
   t = _terms(out, _batch())
   ce = -(0.5 * np.log(1 / 8) + 0.5 * np.log(2 / 8))
   np.testing.assert_allclose(t["policy"], (ce + 2 * np.log(3)) / 2, rtol=1e-6)
   np.testing.assert_allclose(t["value"], (0.0625 + 0.25 + 0.0625) / 2, rtol=1e-6)
-  np.testing.assert_allclose(t["identity"],
-                             (3 * np.log(4) - np.log(5 / 8)) / 2, rtol=1e-6)
+  np.testing.assert_allclose(t["identity"], (3 * np.log(4) - np.log(5 / 8)) / 2, rtol=1e-6)
   # identity argmax: only sample 1, step 1 is right (3); ties argmax to 0,
   # which is right for sample 0, step 1.
   np.testing.assert_allclose(t["identity_accuracy"], 2 / 4)
@@ -104,8 +104,8 @@ def test_categorical_target_is_two_hot_of_h():
   want = -(0.997 * logp[3] + 0.003 * logp[4])
   np.testing.assert_allclose(t["value"], (want + 5 * np.log(5)) / 2, rtol=1e-5)
   np.testing.assert_allclose(
-      value_transform.scalar_to_categorical(jnp.float32(z), 2),
-      [0, 0, 0, 0.997, 0.003], atol=1e-6)
+    value_transform.scalar_to_categorical(jnp.float32(z), 2), [0, 0, 0, 0.997, 0.003], atol=1e-6
+  )
 
 
 def test_masks_are_honoured():
@@ -114,16 +114,13 @@ def test_masks_are_honoured():
   # Wild logits where the policy / chance masks are off change nothing.
   off_policy = ~_batch().policy_mask
   off_chance = ~_batch().chance_mask
-  out["policy_logits"] = jnp.where(off_policy[..., None],
-                                   jnp.array([30.0, -20.0, 7.0]), 0.0)
-  out["chance_logits"] = jnp.where(off_chance[..., None],
-                                   jnp.array([-40.0, 9.0]), 0.0)
+  out["policy_logits"] = jnp.where(off_policy[..., None], jnp.array([30.0, -20.0, 7.0]), 0.0)
+  out["chance_logits"] = jnp.where(off_chance[..., None], jnp.array([-40.0, 9.0]), 0.0)
   t = _terms(out, _batch())
   np.testing.assert_allclose(t["policy"], base["policy"], rtol=1e-6)
   np.testing.assert_allclose(t["chance"], base["chance"], rtol=1e-6)
   # ... and the same logits where the masks are on do change the terms.
-  out["policy_logits"] = jnp.where(~off_policy[..., None],
-                                   jnp.array([30.0, -20.0, 7.0]), 0.0)
+  out["policy_logits"] = jnp.where(~off_policy[..., None], jnp.array([30.0, -20.0, 7.0]), 0.0)
   assert float(_terms(out, _batch())["policy"]) > float(base["policy"]) + 1
 
 
@@ -138,23 +135,28 @@ def _catch_batch(n):
     k_act, k_chance, k_reset = jax.random.split(key, 3)
     action = jax.random.randint(k_act, (lanes,), 0, env.num_actions)
     outcome = jax.vmap(lambda k, p: jax.random.categorical(k, jnp.log(p)))(
-        jax.random.split(k_chance, lanes), s.chance_probs)
+      jax.random.split(k_chance, lanes), s.chance_probs
+    )
     chance = s.current_player == envs.CHANCE
     env_action = jnp.where(chance, outcome, action)
     nxt = jax.vmap(env.step)(s, env_action)
     rec = replay.Transition(
-        observation=s.observation, player=s.current_player,
-        action=jnp.where(chance, env.num_actions + outcome, action),
-        rewards=nxt.rewards,
-        search_policy=jnp.where(chance[:, None], 0.0,
-                                jax.nn.one_hot(action, env.num_actions)),
-        search_value=jnp.zeros((lanes,)), chance_probs=s.chance_probs,
-        next_player=nxt.current_player, done=nxt.done,
-        truncated=nxt.truncated, valid=jnp.ones((lanes,), bool))
+      observation=s.observation,
+      player=s.current_player,
+      action=jnp.where(chance, env.num_actions + outcome, action),
+      rewards=nxt.rewards,
+      search_policy=jnp.where(chance[:, None], 0.0, jax.nn.one_hot(action, env.num_actions)),
+      search_value=jnp.zeros((lanes,)),
+      chance_probs=s.chance_probs,
+      next_player=nxt.current_player,
+      done=nxt.done,
+      truncated=nxt.truncated,
+      valid=jnp.ones((lanes,), bool),
+    )
     fresh = jax.vmap(env.init)(jax.random.split(k_reset, lanes))
     nxt = jax.tree.map(
-        lambda f, x: jnp.where(nxt.done.reshape((-1,) + (1,) * (x.ndim - 1)),
-                               f, x), fresh, nxt)
+      lambda f, x: jnp.where(nxt.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, nxt
+    )
     return nxt, rec
 
   @jax.jit
@@ -164,14 +166,16 @@ def _catch_batch(n):
     _, chunk = jax.lax.scan(one, s, jax.random.split(k1, steps))
     buf = replay.init_buffer(replay.example_transition(env), steps, lanes)
     buf = replay.add(buf, chunk)
-    return replay.sample(buf, k2, n, K=3, num_players=1,
-                         num_actions=env.num_actions, payoff="single")
+    return replay.sample(
+      buf, k2, n, K=3, num_players=1, num_actions=env.num_actions, payoff="single"
+    )
 
   return make(jax.random.PRNGKey(0))
 
 
-@pytest.mark.parametrize("value_head", [
-    "scalar", pytest.param("categorical", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+  "value_head", ["scalar", pytest.param("categorical", marks=pytest.mark.slow)]
+)
 def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   env = _catch()
   batch = _catch_batch(32)
@@ -179,8 +183,9 @@ def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   # decision step: the chance term is 0 here (its numbers are tested above).
   assert not bool(jnp.any(batch.chance_mask))
   assert bool(jnp.all(batch.policy_mask[:, 0]))
-  net = Network(env, NetworkConfig(hidden=(32, 32), latent_dim=16,
-                                   value_head=value_head, support_size=3))
+  net = Network(
+    env, NetworkConfig(hidden=(32, 32), latent_dim=16, value_head=value_head, support_size=3)
+  )
   params = net.init(jax.random.PRNGKey(1))
   cfg = LossConfig()
   opt = optax.chain(optax.clip_by_global_norm(5.0), optax.adam(3e-3))
@@ -189,10 +194,10 @@ def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   def train(params):
     def step(carry, _):
       params, state = carry
-      (loss, metrics), grads = jax.value_and_grad(ndmz_loss, has_aux=True)(
-          params, net, batch, cfg)
+      (loss, metrics), grads = jax.value_and_grad(ndmz_loss, has_aux=True)(params, net, batch, cfg)
       updates, state = opt.update(grads, state, params)
       return (optax.apply_updates(params, updates), state), metrics
+
     _, metrics = jax.lax.scan(step, (params, opt.init(params)), None, length=50)
     return metrics
 
@@ -203,8 +208,10 @@ def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   for term in ("value", "reward", "policy", "identity"):
     assert m[term][-1] < m[term][0], (term, m[term][[0, -1]])
   np.testing.assert_allclose(
-      m["total"], m["value"] + m["reward"] + m["policy"] + m["chance"]
-      + m["identity"] + m["l2"], rtol=1e-5)
+    m["total"],
+    m["value"] + m["reward"] + m["policy"] + m["chance"] + m["identity"] + m["l2"],
+    rtol=1e-5,
+  )
 
 
 def test_l2_counts_kernels_only():
@@ -212,10 +219,14 @@ def test_l2_counts_kernels_only():
   net = Network(env, NetworkConfig(hidden=(8,), latent_dim=4))
   params = net.init(jax.random.PRNGKey(0))
   params = jax.tree.map(jnp.ones_like, params)
-  kernels = sum(x.size for path, x in jax.tree_util.tree_flatten_with_path(params)[0]
-                if path[-1].key == "kernel")
-  biases = sum(x.size for path, x in jax.tree_util.tree_flatten_with_path(params)[0]
-               if path[-1].key == "bias")
+  kernels = sum(
+    x.size
+    for path, x in jax.tree_util.tree_flatten_with_path(params)[0]
+    if path[-1].key == "kernel"
+  )
+  biases = sum(
+    x.size for path, x in jax.tree_util.tree_flatten_with_path(params)[0] if path[-1].key == "bias"
+  )
   assert biases > 0
   np.testing.assert_allclose(l2_norm_squared(params), kernels)
 

@@ -29,8 +29,11 @@ def board_of(state):
   """(player 0's spots, player 1's spots, HOME counts) of a State or NannonState."""
   g = getattr(state, "game", state)
   b = np.asarray(g.board)
-  return ([s + 1 for s in np.nonzero(b[0])[0]], [s + 1 for s in np.nonzero(b[1])[0]],
-          [int(h) for h in np.asarray(g.home)])
+  return (
+    [s + 1 for s in np.nonzero(b[0])[0]],
+    [s + 1 for s in np.nonzero(b[1])[0]],
+    [int(h) for h in np.asarray(g.home)],
+  )
 
 
 def test_defaults_and_sizes(env):
@@ -65,13 +68,12 @@ def test_opening_roll_distribution(d):
   for o in outcomes:
     starter, m = (o - d) // (d - 1), (o - d) % (d - 1) + 1
     # Both throw a uniform die; the higher moves the difference; ties re-roll.
-    want = sum(1 for a in range(1, d + 1) for b in range(1, d + 1)
-               if a - b == m) / (d * (d - 1))
+    want = sum(1 for a in range(1, d + 1) for b in range(1, d + 1) if a - b == m) / (d * (d - 1))
     np.testing.assert_allclose(probs[o], want, rtol=1e-6)
     assert int(after.current_player[o - d]) == starter
     assert int(after.game.die[o - d]) == m
     assert int(after.step_count[o - d]) == 1
-  np.testing.assert_allclose(probs[d:2 * d - 1].sum(), 0.5, atol=1e-6)
+  np.testing.assert_allclose(probs[d : 2 * d - 1].sum(), 0.5, atol=1e-6)
 
 
 def test_roll_node_is_uniform(env, step):
@@ -165,12 +167,12 @@ def test_observation_is_from_the_movers_view(env):
   obs = np.asarray(a.observation)
   n, k, d = 6, 3, 6
   np.testing.assert_array_equal(obs[:n], [1, 0, 0, 1, 0, 0])
-  np.testing.assert_array_equal(obs[n:2 * n], [0, 0, 0, 0, 1, 0])  # their 2 = my 5
+  np.testing.assert_array_equal(obs[n : 2 * n], [0, 0, 0, 0, 1, 0])  # their 2 = my 5
   o = 2 * n
-  np.testing.assert_array_equal(obs[o:o + k + 1], [0, 1, 0, 0])          # my HOME 1
-  np.testing.assert_array_equal(obs[o + 2 * (k + 1):o + 3 * (k + 1)], [1, 0, 0, 0])
-  np.testing.assert_array_equal(obs[o + 3 * (k + 1):o + 4 * (k + 1)], [0, 1, 0, 0])
-  die = obs[o + 4 * (k + 1):o + 4 * (k + 1) + d]
+  np.testing.assert_array_equal(obs[o : o + k + 1], [0, 1, 0, 0])  # my HOME 1
+  np.testing.assert_array_equal(obs[o + 2 * (k + 1) : o + 3 * (k + 1)], [1, 0, 0, 0])
+  np.testing.assert_array_equal(obs[o + 3 * (k + 1) : o + 4 * (k + 1)], [0, 1, 0, 0])
+  die = obs[o + 4 * (k + 1) : o + 4 * (k + 1) + d]
   np.testing.assert_array_equal(die, [0, 0, 1, 0, 0, 0])
   assert obs[-2] == 1.0 and obs[-1] == 0.0
   other = np.asarray(env.observe(a, 1))
@@ -186,8 +188,9 @@ def test_legal_moves_match_brute_force():
   cells = rng.integers(0, 3, (500, n))  # 0 empty, 1 mine, 2 theirs
   home = rng.integers(0, 2, 500)
   roll = rng.integers(1, 7, 500)
-  got = np.asarray(fn(jnp.asarray(cells == 1), jnp.asarray(cells == 2),
-                      jnp.asarray(home), jnp.asarray(roll)))
+  got = np.asarray(
+    fn(jnp.asarray(cells == 1), jnp.asarray(cells == 2), jnp.asarray(home), jnp.asarray(roll))
+  )
   for b in range(500):
     c = list(cells[b])
     for src in range(n + 1):

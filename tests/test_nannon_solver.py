@@ -50,8 +50,9 @@ def test_position_counts():
 def test_ranking_is_a_bijection(n, k):
   pos = brute_positions(n, k)
   mine, theirs, hm, ho = (jnp.asarray(np.array(x)) for x in zip(*pos))
-  ranks = np.asarray(jax.jit(jax.vmap(
-      lambda a, b, c, d: ns.rank_position(a, b, c, d, k)))(mine, theirs, hm, ho))
+  ranks = np.asarray(
+    jax.jit(jax.vmap(lambda a, b, c, d: ns.rank_position(a, b, c, d, k)))(mine, theirs, hm, ho)
+  )
   num = nannon.num_positions(n, k)
   assert sorted(ranks.tolist()) == list(range(num))
   back = jax.jit(jax.vmap(lambda i: ns.unrank_position(i, n, k)))(jnp.asarray(ranks))
@@ -76,8 +77,7 @@ def test_ranking_12_5_both_ways():
   cells = cells[keep]
   hm = rng.integers(0, k + 1 - (cells == 1).sum(1))
   ho = rng.integers(0, k + 1 - (cells == 2).sum(1))
-  r = rank(jnp.asarray(cells == 1), jnp.asarray(cells == 2), jnp.asarray(hm),
-           jnp.asarray(ho))
+  r = rank(jnp.asarray(cells == 1), jnp.asarray(cells == 2), jnp.asarray(hm), jnp.asarray(ho))
   assert np.all((np.asarray(r) >= 0) & (np.asarray(r) < num))
   back = unrank(r)
   for got, want in zip(back, (cells == 1, cells == 2, hm, ho)):
@@ -147,8 +147,7 @@ def test_first_mover_and_symmetry(env, sol):
   # The first mover's value from the solver's own values.
   t = ns.build_tables(6, 3, 6)
   s0 = ns.start_position(env)
-  q = np.where(t.succ[s0] < 2530,
-               1.0 - np.concatenate([sol.values, [0.0]])[t.succ[s0]], -np.inf)
+  q = np.where(t.succ[s0] < 2530, 1.0 - np.concatenate([sol.values, [0.0]])[t.succ[s0]], -np.inf)
   p = np.array([5, 4, 3, 2, 1]) / 15
   np.testing.assert_allclose(ev.when_starting, p @ q.max(-1)[:5], atol=1e-9)
   assert ns.first_mover_win_probability(env) == pytest.approx(ev.when_starting)
@@ -157,10 +156,10 @@ def test_first_mover_and_symmetry(env, sol):
 def simple_table(t, last):
   """Deterministic non-optimal players: the first (last) legal slot."""
   legal = t.succ < t.num_positions
-  slot = (legal.shape[-1] - 1 - np.argmax(legal[..., ::-1], -1)) if last \
-      else np.argmax(legal, -1)
-  act = np.take_along_axis(np.broadcast_to(t.slot_action[:, None, :], legal.shape),
-                           slot[..., None], -1)[..., 0]
+  slot = (legal.shape[-1] - 1 - np.argmax(legal[..., ::-1], -1)) if last else np.argmax(legal, -1)
+  act = np.take_along_axis(
+    np.broadcast_to(t.slot_action[:, None, :], legal.shape), slot[..., None], -1
+  )[..., 0]
   return np.where(t.decision, act, -1)
 
 
@@ -172,8 +171,7 @@ def test_exact_evaluation_invariants(env, sol):
     assert vs_opt.win_probability < 0.5
     assert vs_opt.residual < 1e-9
     # Against itself: exactly even.
-    assert abs(ns.exact_win_probability(table, table, env).win_probability
-               - 0.5) < 1e-9
+    assert abs(ns.exact_win_probability(table, table, env).win_probability - 0.5) < 1e-9
     # The optimal player beats it by as much as it loses.
     back = ns.exact_win_probability(sol.policy, table, env)
     assert back.win_probability == pytest.approx(1 - vs_opt.win_probability, abs=1e-9)
@@ -267,8 +265,7 @@ def tail_probability_pull(env, turns, policy=None):
   num = t.num_positions
   legal = t.succ < num
   if policy is not None:
-    legal &= (t.slot_action[:, None, :] == np.asarray(policy)[..., None]) \
-        | ~t.decision[..., None]
+    legal &= (t.slot_action[:, None, :] == np.asarray(policy)[..., None]) | ~t.decision[..., None]
   succ = np.where(legal, t.succ, 0)
 
   @jax.jit
@@ -277,6 +274,7 @@ def tail_probability_pull(env, turns, policy=None):
       nxt = jnp.where(legal, f[succ], 0.0).sum(-1) / jnp.maximum(legal.sum(-1), 1)
       nxt = jnp.where(legal.any(-1), nxt, f[flip][:, None])
       return jnp.where(lost, 0.0, nxt.mean(-1)), None
+
     f, _ = jax.lax.scan(sweep, jnp.where(lost, 0.0, 1.0), None, length=turns)
     return f
 
@@ -329,7 +327,8 @@ def test_12_5_6_solution():
   small = envs.make("nannon")
   for turns in (5, 30):
     assert tail_probability_pull(small, turns) == pytest.approx(
-        tail_probability(small, turns), rel=1e-4)
+      tail_probability(small, turns), rel=1e-4
+    )
   turns = (env.max_game_length - 2) // 2
   assert tail_probability_pull(env, turns) < 1e-12
   assert tail_probability_pull(env, turns, sol.policy) < 1e-12

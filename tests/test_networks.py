@@ -11,8 +11,15 @@ from anakin_mz import value_transform
 from anakin_mz.networks import Network, NetworkConfig, scale_gradient
 from anakin_mz.types import ModelOutput
 
-TINY = dict(hidden=(32, 32), latent_dim=16, channels=4, repr_blocks=1,
-            dynamics_blocks=1, prediction_blocks=1, head_hidden=8)
+TINY = dict(
+  hidden=(32, 32),
+  latent_dim=16,
+  channels=4,
+  repr_blocks=1,
+  dynamics_blocks=1,
+  prediction_blocks=1,
+  head_hidden=8,
+)
 B, K = 3, 2
 
 
@@ -21,8 +28,7 @@ def _obs(env, key, n=B):
   return jax.jit(jax.vmap(env.init))(jax.random.split(key, n)).observation
 
 
-@pytest.mark.parametrize("kind,value_head", [("mlp", "categorical"),
-                                             ("resnet", "scalar")])
+@pytest.mark.parametrize("kind,value_head", [("mlp", "categorical"), ("resnet", "scalar")])
 def test_shapes_and_unroll_matches_root_then_recurrent(kind, value_head):
   env = envs.make("catch", rows=5, columns=3)
   cfg = NetworkConfig(kind=kind, value_head=value_head, support_size=3, **TINY)
@@ -49,31 +55,36 @@ def test_shapes_and_unroll_matches_root_then_recurrent(kind, value_head):
 
   # The forward pass of unroll is exactly root, then recurrent along actions.
   rec = jax.jit(net.recurrent)
-  np.testing.assert_allclose(net.to_scalar(out.value_logits[:, 0]),
-                             root.value, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    net.to_scalar(out.value_logits[:, 0]), root.value, rtol=1e-5, atol=1e-6
+  )
   emb = root.embedding
   for k in range(K):
     step = rec(params, jax.random.PRNGKey(9), actions[:, k], emb)
     emb = step.embedding
     assert step.value.shape == (B,) and step.reward.shape == (B,)
-    np.testing.assert_allclose(net.to_scalar(out.reward_logits[:, k]),
-                               step.reward, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(net.to_scalar(out.value_logits[:, k + 1]),
-                               step.value, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(out.identity_logits[:, k],
-                               step.identity_logits, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(out.policy_logits[:, k + 1],
-                               step.policy_logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      net.to_scalar(out.reward_logits[:, k]), step.reward, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+      net.to_scalar(out.value_logits[:, k + 1]), step.value, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+      out.identity_logits[:, k], step.identity_logits, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+      out.policy_logits[:, k + 1], step.policy_logits, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_categorical_scalar_is_inverse_transform_of_mean():
   env = envs.make("catch", rows=4, columns=2)
-  net = Network(env, NetworkConfig(value_head="categorical", support_size=2,
-                                   **TINY))
+  net = Network(env, NetworkConfig(value_head="categorical", support_size=2, **TINY))
   logits = jnp.array([[0.0, 0.0, 0.0, 0.0, jnp.log(3.0)]])  # p = 1/7..3/7
   mean = (-2 - 1 + 0 + 1 + 2 * 3) / 7.0
-  np.testing.assert_allclose(net.to_scalar(logits),
-                             value_transform.inverse_transform(mean), rtol=1e-6)
+  np.testing.assert_allclose(
+    net.to_scalar(logits), value_transform.inverse_transform(mean), rtol=1e-6
+  )
 
 
 def test_latent_is_min_max_scaled():
@@ -103,8 +114,7 @@ def test_gradient_is_halved_entering_each_dynamics_step():
   def grads(scale):
     net = Network(env, NetworkConfig(dynamics_grad_scale=scale, **TINY))
     params = net.init(jax.random.PRNGKey(0))
-    fn = lambda p: jnp.sum(net.unroll(p, obs, actions).reward_logits,
-                           axis=(0, 2))  # [K]
+    fn = lambda p: jnp.sum(net.unroll(p, obs, actions).reward_logits, axis=(0, 2))  # [K]
     return jax.jit(jax.jacrev(fn))(params)["h"]  # leaves [K, ...]
 
   half = jax.tree.leaves(grads(0.5))
@@ -112,8 +122,7 @@ def test_gradient_is_halved_entering_each_dynamics_step():
   for k in range(3):
     assert any(float(jnp.abs(g[k]).max()) > 0 for g in full)
     for a, b in zip(half, full):
-      np.testing.assert_allclose(a[k], 0.5 ** (k + 1) * b[k], rtol=1e-4,
-                                 atol=1e-7)
+      np.testing.assert_allclose(a[k], 0.5 ** (k + 1) * b[k], rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.parametrize("name", envs.registered())
@@ -124,8 +133,7 @@ def test_every_registered_env_gets_an_mlp(name):
   # same code as for Catch.
   params = jax.eval_shape(net.init, jax.random.PRNGKey(0))
   obs = jax.ShapeDtypeStruct((2,) + env.observation_shape, jnp.float32)
-  out = jax.eval_shape(net.unroll, params, obs,
-                       jax.ShapeDtypeStruct((2, 1), jnp.int32))
+  out = jax.eval_shape(net.unroll, params, obs, jax.ShapeDtypeStruct((2, 1), jnp.int32))
   assert out.identity_logits.shape == (2, 1, env.num_players + 2)
   assert out.chance_logits.shape == (2, 2, env.num_chance_outcomes)
   assert out.policy_logits.shape == (2, 2, env.num_actions)
@@ -134,8 +142,7 @@ def test_every_registered_env_gets_an_mlp(name):
   if len(env.observation_shape) == 3:
     res = Network(env, NetworkConfig(kind="resnet", **TINY))
     p = jax.eval_shape(res.init, jax.random.PRNGKey(0))
-    assert jax.eval_shape(res.root, p, obs).policy_logits.shape == (
-        2, env.num_actions)
+    assert jax.eval_shape(res.root, p, obs).policy_logits.shape == (2, env.num_actions)
 
 
 def test_config_errors():
@@ -169,8 +176,8 @@ def test_init_is_lecun_normal_with_zero_biases():
   params = net.init(jax.random.PRNGKey(0))
   first = params["h"]["params"]["_MLP_0"]["Dense_0"]
   fan_in = 10 * 5 * 1
-  np.testing.assert_allclose(np.std(first["kernel"]), fan_in ** -0.5, rtol=0.1)
-  assert abs(float(np.mean(first["kernel"]))) < 0.1 * fan_in ** -0.5 * 3
+  np.testing.assert_allclose(np.std(first["kernel"]), fan_in**-0.5, rtol=0.1)
+  assert abs(float(np.mean(first["kernel"]))) < 0.1 * fan_in**-0.5 * 3
   np.testing.assert_array_equal(first["bias"], 0.0)
   other = net.init(jax.random.PRNGKey(1))["h"]["params"]["_MLP_0"]["Dense_0"]
   assert not np.allclose(first["kernel"], other["kernel"])
@@ -195,14 +202,14 @@ def test_transform_round_trip(xs):
   x = _pad(xs)
   y = value_transform.transform(x)
   assert np.all(np.abs(y) <= np.abs(x) + 1e-6)  # it contracts
-  np.testing.assert_allclose(value_transform.inverse_transform(y), x,
-                             rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(value_transform.inverse_transform(y), x, rtol=1e-4, atol=1e-3)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-60.0, 60.0, allow_nan=False, width=32),
-                min_size=1, max_size=64),
-       st.sampled_from([1, 3, 10]))  # few shapes: each one compiles
+@given(
+  st.lists(st.floats(-60.0, 60.0, allow_nan=False, width=32), min_size=1, max_size=64),
+  st.sampled_from([1, 3, 10]),
+)  # few shapes: each one compiles
 def test_categorical_round_trip(xs, support_size):
   x = _pad(xs)
   cat = np.asarray(value_transform.scalar_to_categorical(x, support_size))
@@ -212,15 +219,18 @@ def test_categorical_round_trip(xs, support_size):
   assert np.all((cat > 0).sum(-1) <= 2)
   bound = value_transform.max_representable(support_size)
   np.testing.assert_allclose(
-      value_transform.categorical_to_scalar(cat, support_size),
-      np.clip(x, -bound, bound), rtol=1e-4, atol=2e-3)
+    value_transform.categorical_to_scalar(cat, support_size),
+    np.clip(x, -bound, bound),
+    rtol=1e-4,
+    atol=2e-3,
+  )
 
 
 def test_transform_values():
   # h(3) = sqrt(4) - 1 + 0.003; the thesis example: h = 1.3 -> 0.7 on 1, 0.3 on 2.
   np.testing.assert_allclose(value_transform.transform(jnp.float32(3.0)), 1.003)
   np.testing.assert_allclose(value_transform.transform(jnp.float32(-3.0)), -1.003)
-  np.testing.assert_allclose(value_transform.two_hot(jnp.float32(1.3), 2),
-                             [0, 0, 0, 0.7, 0.3], atol=1e-6)
-  np.testing.assert_allclose(value_transform.two_hot(jnp.float32(-5.0), 2),
-                             [1, 0, 0, 0, 0])
+  np.testing.assert_allclose(
+    value_transform.two_hot(jnp.float32(1.3), 2), [0, 0, 0, 0.7, 0.3], atol=1e-6
+  )
+  np.testing.assert_allclose(value_transform.two_hot(jnp.float32(-5.0), 2), [1, 0, 0, 0, 0])

@@ -23,12 +23,20 @@ TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 # One Anakin step makes round(2.0 * 4 * 4 / 8) = 4 updates.
 TINY = [
-    "network.hidden=[16,16]", "network.latent_dim=8", "network.kind=mlp",
-    "search.num_simulations=3",
-    "train.num_envs=4", "train.rollout_length=4", "train.replay_capacity=40",
-    "train.min_replay=4", "train.batch_size=8", "train.unroll_steps=2",
-    "train.replay_ratio=2.0", "train.eval_every=0", "train.log_every=1",
-    "train.eval_games=4",
+  "network.hidden=[16,16]",
+  "network.latent_dim=8",
+  "network.kind=mlp",
+  "search.num_simulations=3",
+  "train.num_envs=4",
+  "train.rollout_length=4",
+  "train.replay_capacity=40",
+  "train.min_replay=4",
+  "train.batch_size=8",
+  "train.unroll_steps=2",
+  "train.replay_ratio=2.0",
+  "train.eval_every=0",
+  "train.log_every=1",
+  "train.eval_games=4",
 ]
 UPDATES_PER_STEP = 4
 
@@ -53,11 +61,14 @@ def _assert_trees_equal(a, b):
 # ------------------------------------------------------------ final save
 
 
-@pytest.mark.parametrize("updates,every,expected", [
-    (8, 4, (4, 8)),       # the last update on a checkpoint boundary
-    (12, 8, (8, 12)),     # not on one
-    (8, 0, (8,)),         # checkpoint_every 0: the end only
-])
+@pytest.mark.parametrize(
+  "updates,every,expected",
+  [
+    (8, 4, (4, 8)),  # the last update on a checkpoint boundary
+    (12, 8, (8, 12)),  # not on one
+    (8, 0, (8,)),  # checkpoint_every 0: the end only
+  ],
+)
 def test_final_save_happens_once(tmp_path, updates, every, expected):
   cfg = tiny(f"train.total_updates={updates}", f"train.checkpoint_every={every}")
   result = run.train(cfg, logdir=str(tmp_path), progress=False)
@@ -92,15 +103,19 @@ def test_resume_at_the_target_is_a_clean_no_op(tmp_path):
 def test_nonfinite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
   # A learning rate of 1e30 (and no effective clipping) diverges within a
   # few steps.
-  cfg = tiny("train.total_updates=400", "train.checkpoint_every=4",
-             "train.learning_rate=1e30", "train.max_grad_norm=1e30")
+  cfg = tiny(
+    "train.total_updates=400",
+    "train.checkpoint_every=4",
+    "train.learning_rate=1e30",
+    "train.max_grad_norm=1e30",
+  )
   with pytest.raises(run.NonFiniteError) as info:
     run.train(cfg, logdir=str(tmp_path), progress=False)
   message = str(info.value)
   assert "non-finite values at update" in message
   assert "params" in message or "loss" in message
   steps = ckpt.steps(str(tmp_path / "checkpoints"))
-  for step in steps:       # everything written is finite and restorable
+  for step in steps:  # everything written is finite and restorable
     params, _ = _params(str(tmp_path / "checkpoints"), step)
     assert not ckpt.nonfinite_leaves(params)
   if steps:
@@ -130,9 +145,15 @@ def test_learner_step_flags_nonfinite_and_does_not_apply_it():
 
 
 def test_nonfinite_message_names_update_and_terms():
-  metrics = {"nonfinite": {"value": np.bool_(True), "loss": np.bool_(True),
-                           "policy": np.bool_(False), "params": np.bool_(False)},
-             "nonfinite_update": np.int32(2)}
+  metrics = {
+    "nonfinite": {
+      "value": np.bool_(True),
+      "loss": np.bool_(True),
+      "policy": np.bool_(False),
+      "params": np.bool_(False),
+    },
+    "nonfinite_update": np.int32(2),
+  }
   line = run.nonfinite_message(metrics, 100, 96, "ck")
   assert line.startswith("non-finite values at update 103: loss, value;")
   assert "last good checkpoint is step 96 in ck" in line
@@ -145,13 +166,18 @@ def test_nonfinite_checkpoint_is_refused(tmp_path):
   state = jax.device_get(learner.init(jax.random.PRNGKey(0)))
   meta = ckpt.make_metadata(learner.config.to_dict(), "catch", learner.env.version, 0)
   with pytest.raises(ckpt.CheckpointError, match="refusing to save step 0"):
-    ckpt.save(str(tmp_path / "a"), 0, state.replace(
-        params=jax.tree.map(lambda x: np.full_like(x, np.nan), state.params)), meta)
+    ckpt.save(
+      str(tmp_path / "a"),
+      0,
+      state.replace(params=jax.tree.map(lambda x: np.full_like(x, np.nan), state.params)),
+      meta,
+    )
   # A non-finite checkpoint written by other means (an older version) is
   # refused on restore, naming the bad arrays.
   leaves, treedef = jax.tree.flatten(state)
-  bad = jax.tree.unflatten(treedef, [np.full_like(x, np.inf) if x.dtype == np.float32
-                                     else x for x in leaves])
+  bad = jax.tree.unflatten(
+    treedef, [np.full_like(x, np.inf) if x.dtype == np.float32 else x for x in leaves]
+  )
   with pytest.raises(ckpt.CheckpointError, match="non-finite values"):
     _restore_poisoned(tmp_path / "b", bad, meta, state)
 
@@ -160,11 +186,15 @@ def _restore_poisoned(directory, bad, meta, template):
   """Writes `bad` with orbax directly (bypassing `ckpt.save`'s guard), then
   restores it through `ckpt.restore`."""
   import orbax.checkpoint as ocp
-  mngr = ocp.CheckpointManager(os.path.abspath(directory),
-                               options=ocp.CheckpointManagerOptions(create=True),
-                               item_names=("state", "meta"))
-  mngr.save(0, args=ocp.args.Composite(state=ocp.args.StandardSave(bad),
-                                       meta=ocp.args.JsonSave(meta)))
+
+  mngr = ocp.CheckpointManager(
+    os.path.abspath(directory),
+    options=ocp.CheckpointManagerOptions(create=True),
+    item_names=("state", "meta"),
+  )
+  mngr.save(
+    0, args=ocp.args.Composite(state=ocp.args.StandardSave(bad), meta=ocp.args.JsonSave(meta))
+  )
   mngr.wait_until_finished()
   mngr.close()
   ckpt.restore(str(directory), template)
@@ -173,7 +203,9 @@ def _restore_poisoned(directory, bad, meta, template):
 # ------------------------------------------------------------ overrides
 
 
-@pytest.mark.parametrize("text,key,value", [
+@pytest.mark.parametrize(
+  "text,key,value",
+  [
     ("train.learning_rate=3e-4", "learning_rate", 3e-4),
     ("train.learning_rate=1e9", "learning_rate", 1e9),
     ("train.learning_rate=.5", "learning_rate", 0.5),
@@ -181,7 +213,8 @@ def _restore_poisoned(directory, bad, meta, template):
     ("train.total_updates=1_000", "total_updates", 1000),
     ("train.total_updates=1e3", "total_updates", 1000),
     ("train.max_grad_norm=1E+2", "max_grad_norm", 100.0),
-])
+  ],
+)
 def test_override_spellings(text, key, value):
   got = getattr(tiny(text).train, key)
   assert got == value and type(got) is type(value)
@@ -192,13 +225,16 @@ def test_boolean_overrides():
   assert tiny("search.dirichlet_legal_only=false").search.dirichlet_legal_only is False
 
 
-@pytest.mark.parametrize("text,message", [
+@pytest.mark.parametrize(
+  "text,message",
+  [
     ("train.learning_rate=nan", "train.learning_rate must be a finite number"),
     ("train.learning_rate=.inf", "train.learning_rate must be a finite number"),
     ("train.total_updates=2.5", "train.total_updates must be of type int"),
     ("train.learning_rate=fast", "train.learning_rate must be of type float"),
     ("search.dirichlet_legal_only=maybe", "dirichlet_legal_only must be of type bool"),
-])
+  ],
+)
 def test_bad_override_values_are_clear_errors(text, message):
   with pytest.raises(ValueError, match=message.replace(".", r"\.")):
     tiny(text)
@@ -209,20 +245,38 @@ def test_bad_override_values_are_clear_errors(text, message):
 
 def _env():
   """Subprocesses share the test session's XLA compile cache."""
-  return dict(os.environ, JAX_PLATFORMS="cpu",
-              JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
-              JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
-              JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+  return dict(
+    os.environ,
+    JAX_PLATFORMS="cpu",
+    JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+  )
 
 
 def _train_cmd(logdir, *extra):
-  return [sys.executable, TRAIN, "--env=catch", f"--logdir={logdir}", "--no-progress",
-          *TINY, "train.total_updates=100000", "train.checkpoint_every=4", *extra]
+  return [
+    sys.executable,
+    TRAIN,
+    "--env=catch",
+    f"--logdir={logdir}",
+    "--no-progress",
+    *TINY,
+    "train.total_updates=100000",
+    "train.checkpoint_every=4",
+    *extra,
+  ]
 
 
 def _start_and_wait_for_checkpoint(logdir):
-  proc = subprocess.Popen(_train_cmd(logdir), cwd=ROOT, env=_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  proc = subprocess.Popen(
+    _train_cmd(logdir),
+    cwd=ROOT,
+    env=_env(),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+  )
   deadline = time.time() + 240
   while not ckpt.steps(os.path.join(logdir, "checkpoints")):
     if proc.poll() is not None:
@@ -235,8 +289,14 @@ def _start_and_wait_for_checkpoint(logdir):
 
 
 def _resume(logdir, updates):
-  out = subprocess.run(_train_cmd(logdir, "--resume", f"--updates={updates}"),
-                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+  out = subprocess.run(
+    _train_cmd(logdir, "--resume", f"--updates={updates}"),
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -257,17 +317,36 @@ def test_stop_then_resume_is_bit_identical(tmp_path, how):
   resumed, meta = _params(os.path.join(logdir, "checkpoints"))
   assert meta["step"] == target
   # The same run, uninterrupted, in this process.
-  full = run.train(tiny("train.total_updates=100000", "train.checkpoint_every=0"),
-                   logdir=str(tmp_path / "full"), max_updates=target, progress=False)
+  full = run.train(
+    tiny("train.total_updates=100000", "train.checkpoint_every=0"),
+    logdir=str(tmp_path / "full"),
+    max_updates=target,
+    progress=False,
+  )
   _assert_trees_equal(resumed, full.state.params)
 
 
 def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
   out = subprocess.run(
-      [sys.executable, TRAIN, "--env=catch", f"--logdir={tmp_path}", "--no-progress",
-       "--updates", "400", *TINY, "train.learning_rate=1e30", "train.max_grad_norm=1e30",
-       "train.checkpoint_every=4"],
-      cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    [
+      sys.executable,
+      TRAIN,
+      "--env=catch",
+      f"--logdir={tmp_path}",
+      "--no-progress",
+      "--updates",
+      "400",
+      *TINY,
+      "train.learning_rate=1e30",
+      "train.max_grad_norm=1e30",
+      "train.checkpoint_every=4",
+    ],
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert out.returncode == 3, out.stdout + out.stderr
   assert "Traceback" not in out.stderr
   errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
@@ -276,10 +355,26 @@ def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
 
 def test_cli_overrides_after_options(tmp_path):
   out = subprocess.run(
-      [sys.executable, TRAIN, "--env=catch", "--updates", "4", "train.learning_rate=3e-4",
-       f"--logdir={tmp_path}", "--no-progress", *TINY, "train.checkpoint_every=4"],
-      cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    [
+      sys.executable,
+      TRAIN,
+      "--env=catch",
+      "--updates",
+      "4",
+      "train.learning_rate=3e-4",
+      f"--logdir={tmp_path}",
+      "--no-progress",
+      *TINY,
+      "train.checkpoint_every=4",
+    ],
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert out.returncode == 0, out.stdout + out.stderr
   assert ckpt.steps(str(tmp_path / "checkpoints")) == (4,)
-  assert ckpt.load_metadata(str(tmp_path / "checkpoints"))["config"]["train"][
-      "learning_rate"] == 3e-4
+  assert (
+    ckpt.load_metadata(str(tmp_path / "checkpoints"))["config"]["train"]["learning_rate"] == 3e-4
+  )

@@ -29,24 +29,30 @@ NEG = -1e4  # an identity logit that is never drawn
 # ----------------------------------------------------------------------------
 # Table models.
 
+
 def _table_recurrent(params, rng_key, action, embedding):
   del rng_key
   row = params["next"][embedding, action]
   return ModelOutput(
-      reward=params["reward"][row], value=params["value"][row],
-      policy_logits=params["policy"][row],
-      chance_logits=params["chance"][row],
-      identity_logits=params["identity"][row], embedding=row)
+    reward=params["reward"][row],
+    value=params["value"][row],
+    policy_logits=params["policy"][row],
+    chance_logits=params["chance"][row],
+    identity_logits=params["identity"][row],
+    embedding=row,
+  )
 
 
 def _table_root(params, root_rows):
   b = root_rows.shape[0]
   return ModelOutput(
-      reward=jnp.zeros(b), value=params["value"][root_rows],
-      policy_logits=params["policy"][root_rows],
-      chance_logits=params["chance"][root_rows],
-      identity_logits=params["identity"][root_rows],
-      embedding=root_rows.astype(jnp.int32))
+    reward=jnp.zeros(b),
+    value=params["value"][root_rows],
+    policy_logits=params["policy"][root_rows],
+    chance_logits=params["chance"][root_rows],
+    identity_logits=params["identity"][root_rows],
+    embedding=root_rows.astype(jnp.int32),
+  )
 
 
 def _tables(num_rows, num_actions, num_outcomes, num_players):
@@ -55,12 +61,13 @@ def _tables(num_rows, num_actions, num_outcomes, num_players):
   identity = np.full((num_rows, num_players + 2), NEG, np.float32)
   identity[:, num_players + 1] = 0.0
   return dict(
-      next=np.zeros((num_rows, u), np.int32),
-      reward=np.zeros(num_rows, np.float32),
-      value=np.zeros(num_rows, np.float32),
-      policy=np.zeros((num_rows, num_actions), np.float32),
-      chance=np.zeros((num_rows, num_outcomes), np.float32),
-      identity=identity)
+    next=np.zeros((num_rows, u), np.int32),
+    reward=np.zeros(num_rows, np.float32),
+    value=np.zeros(num_rows, np.float32),
+    policy=np.zeros((num_rows, num_actions), np.float32),
+    chance=np.zeros((num_rows, num_outcomes), np.float32),
+    identity=identity,
+  )
 
 
 def _set_identity(t, row, cls):
@@ -68,8 +75,9 @@ def _set_identity(t, row, cls):
   t["identity"][row, cls] = 0.0
 
 
-def _random_tables(rng, num_rows, num_actions, num_outcomes, num_players,
-                   p_chance=0.25, p_terminal=0.15):
+def _random_tables(
+  rng, num_rows, num_actions, num_outcomes, num_players, p_chance=0.25, p_terminal=0.15
+):
   """Random tables whose rows are choice (random player), chance or terminal."""
   t = _tables(num_rows, num_actions, num_outcomes, num_players)
   t["next"] = rng.integers(1, num_rows, t["next"].shape).astype(np.int32)
@@ -91,15 +99,21 @@ def _random_tables(rng, num_rows, num_actions, num_outcomes, num_players,
 
 # Tests only compare numbers: a cheaper XLA optimisation level keeps the
 # compile time of the many small searches down.
-_jit = functools.partial(
-    jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 
-def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players,
-              payoff, config):
-  return ndmz_search(params, key, _table_root(params, root_rows),
-                     _table_recurrent, legal, num_players=num_players,
-                     payoff=payoff, config=config, temperature=temperature)
+def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players, payoff, config):
+  return ndmz_search(
+    params,
+    key,
+    _table_root(params, root_rows),
+    _table_recurrent,
+    legal,
+    num_players=num_players,
+    payoff=payoff,
+    config=config,
+    temperature=temperature,
+  )
 
 
 _run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
@@ -108,14 +122,17 @@ _run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
 def _jnp(t, num_rows=40):
   """Device tables, padded with unreachable rows to `num_rows` so that tests
   of one shape share a compiled search."""
+
   def pad(x):
     extra = max(num_rows - x.shape[0], 0)
     return jnp.asarray(np.pad(x, [(0, extra)] + [(0, 0)] * (x.ndim - 1)))
+
   return jax.tree.map(pad, t)
 
 
 # ----------------------------------------------------------------------------
 # Independent reference: the same rules, written as plain Python on a dict tree.
+
 
 class _Ref:
   """One node of the reference tree."""
@@ -137,9 +154,19 @@ def _softmax(x):
   return e / e.sum()
 
 
-def _reference_search(t, root_row, legal, *, num_players, payoff,
-                      num_simulations, pb_c_init=1.25, pb_c_base=19652.0,
-                      terminal_nodes=True, discount=1.0):
+def _reference_search(
+  t,
+  root_row,
+  legal,
+  *,
+  num_players,
+  payoff,
+  num_simulations,
+  pb_c_init=1.25,
+  pb_c_base=19652.0,
+  terminal_nodes=True,
+  discount=1.0,
+):
   """Plain-Python NDMZ search (identity argmax, chance prior_minus_visits,
   no root noise). Returns (root node, smallest argmax margin seen)."""
   num_actions, num_outcomes = t["policy"].shape[1], t["chance"].shape[1]
@@ -172,8 +199,7 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
     else:
       kind, player, prior = "terminal", 0, None
     value = 0.0 if kind == "terminal" else float(t["value"][row])
-    return float(t["reward"][row]), _Ref(row, kind, player, value, prior,
-                                         slots)
+    return float(t["reward"][row]), _Ref(row, kind, player, value, prior, slots)
 
   def select(node, is_root):
     n = node.child_visits
@@ -190,13 +216,11 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
     value_score = (np.where(n > 0, q, lo) - lo) / max(hi - lo, 1e-8)
     pb_c = pb_c_init + math.log((node.visits + pb_c_base + 1) / pb_c_base)
     policy_score = math.sqrt(node.visits) * pb_c * node.prior / (n + 1)
-    valid = (np.pad(legal, (0, slots - num_actions)) if is_root
-             else np.arange(slots) < num_actions)
+    valid = np.pad(legal, (0, slots - num_actions)) if is_root else np.arange(slots) < num_actions
     return argmax(value_score + policy_score, valid)
 
   root_prior = _softmax(np.where(legal, t["policy"][root_row], -np.inf))
-  root = _Ref(root_row, "choice", 0, t["value"][root_row], pad(root_prior),
-              slots)
+  root = _Ref(root_row, "choice", 0, t["value"][root_row], pad(root_prior), slots)
   for _ in range(num_simulations):
     path, node = [], root
     while True:
@@ -221,29 +245,47 @@ def _reference_search(t, root_row, legal, *, num_players, payoff,
   return root, (min(margins) if margins else np.inf)
 
 
-def _assert_matches_reference(out, t, root_rows, legal, *, num_players,
-                              payoff, num_simulations, terminal_nodes=True,
-                              discount=1.0):
+def _assert_matches_reference(
+  out,
+  t,
+  root_rows,
+  legal,
+  *,
+  num_players,
+  payoff,
+  num_simulations,
+  terminal_nodes=True,
+  discount=1.0,
+):
   """Root visits, root value and the whole tree's visit sum match."""
   for b, row in enumerate(root_rows):
     ref, margin = _reference_search(
-        t, int(row), legal[b], num_players=num_players, payoff=payoff,
-        num_simulations=num_simulations, terminal_nodes=terminal_nodes,
-        discount=discount)
+      t,
+      int(row),
+      legal[b],
+      num_players=num_players,
+      payoff=payoff,
+      num_simulations=num_simulations,
+      terminal_nodes=terminal_nodes,
+      discount=discount,
+    )
     assert margin > 1e-5, "near tie: the comparison would be meaningless"
     num_actions = t["policy"].shape[1]
     np.testing.assert_array_equal(
-        out.search_tree.children_visits[b, 0, :num_actions],
-        ref.child_visits[:num_actions])
-    np.testing.assert_allclose(out.root_value[b], ref.value, rtol=1e-5,
-                               atol=1e-5)
+      out.search_tree.children_visits[b, 0, :num_actions], ref.child_visits[:num_actions]
+    )
+    np.testing.assert_allclose(out.root_value[b], ref.value, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(
-        out.search_tree.children_values[b, 0, :num_actions],
-        ref.child_value[:num_actions], rtol=1e-5, atol=1e-5)
+      out.search_tree.children_values[b, 0, :num_actions],
+      ref.child_value[:num_actions],
+      rtol=1e-5,
+      atol=1e-5,
+    )
 
 
 # ----------------------------------------------------------------------------
 # Hand-built trees.
+
 
 def _duel_tables(num_players, num_actions=2, num_outcomes=1):
   """Root R (row 1, player 0): actions a0 -> X (row 2), a1 -> Y (row 3).
@@ -268,9 +310,12 @@ def _duel_tables(num_players, num_actions=2, num_outcomes=1):
 
 # The reference comparisons share one compiled search per payoff: A=3, C=4,
 # a batch of 3 and 30 simulations.
-_REF_CONFIG = SearchConfig(num_simulations=30, dirichlet_fraction=0.0,
-                           identity_mode="argmax",
-                           chance_mode="prior_minus_visits")
+_REF_CONFIG = SearchConfig(
+  num_simulations=30,
+  dirichlet_fraction=0.0,
+  identity_mode="argmax",
+  chance_mode="prior_minus_visits",
+)
 _REF_CASES = [("zero_sum", 2), ("collaborative", 3), ("single", 1)]
 
 
@@ -288,45 +333,48 @@ _REF_CASES = [("zero_sum", 2), ("collaborative", 3), ("single", 1)]
 #       terminal child is passed (reward 0 below it): +1 backs up;
 #       V(X) = (1.5 + 1) / 3 = 5/6, V(R) = (1.5 + 1) / 4 = 0.625.
 _DUEL_CASES = [
-    ("zero_sum", 2, 0.125, [1, 1]),
-    ("collaborative", 2, 0.625, [2, 0]),
-    ("single", 1, 0.625, [2, 0]),
+  ("zero_sum", 2, 0.125, [1, 1]),
+  ("collaborative", 2, 0.625, [2, 0]),
+  ("single", 1, 0.625, [2, 0]),
 ]
 
 
-@pytest.mark.parametrize("payoff,num_players,root_value,x_visits",
-                         _DUEL_CASES)
-def test_reference_gives_hand_derived_duel(payoff, num_players, root_value,
-                                           x_visits):
+@pytest.mark.parametrize("payoff,num_players,root_value,x_visits", _DUEL_CASES)
+def test_reference_gives_hand_derived_duel(payoff, num_players, root_value, x_visits):
   t = _duel_tables(num_players)
-  root, margin = _reference_search(t, 1, np.ones(2, bool),
-                                   num_players=num_players, payoff=payoff,
-                                   num_simulations=3)
+  root, margin = _reference_search(
+    t, 1, np.ones(2, bool), num_players=num_players, payoff=payoff, num_simulations=3
+  )
   assert margin > 1e-3
   np.testing.assert_array_equal(root.child_visits, [3, 0])
   np.testing.assert_allclose(root.value, root_value)
   np.testing.assert_array_equal(root.children[0].child_visits, x_visits)
 
 
-@pytest.mark.parametrize("payoff,num_players,root_value,x_visits", [
-    _DUEL_CASES[0]] + [pytest.param(*case, marks=pytest.mark.slow)
-                       for case in _DUEL_CASES[1:]])
+@pytest.mark.parametrize(
+  "payoff,num_players,root_value,x_visits",
+  [_DUEL_CASES[0]] + [pytest.param(*case, marks=pytest.mark.slow) for case in _DUEL_CASES[1:]],
+)
 def test_hand_built_duel(payoff, num_players, root_value, x_visits):
   t = _duel_tables(num_players)
-  config = SearchConfig(num_simulations=3, dirichlet_fraction=0.0,
-                        identity_mode="argmax")
+  config = SearchConfig(num_simulations=3, dirichlet_fraction=0.0, identity_mode="argmax")
   legal = np.ones((2, 2), bool)
-  out = _run(_jnp(t), jax.random.PRNGKey(3), jnp.array([1, 1]),
-             jnp.asarray(legal), num_players=num_players, payoff=payoff,
-             config=config)
+  out = _run(
+    _jnp(t),
+    jax.random.PRNGKey(3),
+    jnp.array([1, 1]),
+    jnp.asarray(legal),
+    num_players=num_players,
+    payoff=payoff,
+    config=config,
+  )
   tree = out.search_tree
   np.testing.assert_array_equal(tree.children_visits[:, 0, :2], [[3, 0]] * 2)
   np.testing.assert_allclose(out.root_value, [root_value] * 2, rtol=1e-6)
   x = tree.children_index[0, 0, 0]
   np.testing.assert_array_equal(tree.children_visits[0, x], x_visits)
   np.testing.assert_array_equal(tree.embeddings.kind[0, x], 0)  # choice
-  np.testing.assert_array_equal(tree.embeddings.player[0, x],
-                                num_players - 1)
+  np.testing.assert_array_equal(tree.embeddings.player[0, x], num_players - 1)
   np.testing.assert_allclose(out.action_weights, [[1.0, 0.0]] * 2)
 
 
@@ -334,12 +382,18 @@ def test_hand_built_duel(payoff, num_players, root_value, x_visits):
 def test_hand_built_duel_longer_matches_reference(payoff, num_players):
   t = _duel_tables(num_players, 3, 4)
   legal = np.array([[True, True, False]] * 3)
-  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1, 1]),
-             jnp.asarray(legal), num_players=num_players, payoff=payoff,
-             config=_REF_CONFIG)
-  _assert_matches_reference(out, t, [1, 1, 1], legal,
-                            num_players=num_players, payoff=payoff,
-                            num_simulations=30)
+  out = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    jnp.array([1, 1, 1]),
+    jnp.asarray(legal),
+    num_players=num_players,
+    payoff=payoff,
+    config=_REF_CONFIG,
+  )
+  _assert_matches_reference(
+    out, t, [1, 1, 1], legal, num_players=num_players, payoff=payoff, num_simulations=30
+  )
   visits = np.asarray(out.search_tree.children_visits[0, 0, :2])
   if payoff == "zero_sum":
     # The opponent refutes a0 (-1), so a1 (worth 0) gets most visits.
@@ -360,11 +414,18 @@ def test_random_tables_match_reference(payoff, num_players):
     roots = rng.integers(1, 40, batch)
     legal = rng.random((batch, num_actions)) < 0.7
     legal[:, 0] = True
-    out = _run(_jnp(t), jax.random.PRNGKey(seed), jnp.asarray(roots),
-               jnp.asarray(legal), num_players=num_players, payoff=payoff,
-               config=_REF_CONFIG)
-    _assert_matches_reference(out, t, roots, legal, num_players=num_players,
-                              payoff=payoff, num_simulations=30)
+    out = _run(
+      _jnp(t),
+      jax.random.PRNGKey(seed),
+      jnp.asarray(roots),
+      jnp.asarray(legal),
+      num_players=num_players,
+      payoff=payoff,
+      config=_REF_CONFIG,
+    )
+    _assert_matches_reference(
+      out, t, roots, legal, num_players=num_players, payoff=payoff, num_simulations=30
+    )
 
 
 def test_discount_matches_reference_and_changes_the_search():
@@ -377,15 +438,27 @@ def test_discount_matches_reference_and_changes_the_search():
   _set_identity(t, 0, 3)
   roots = rng.integers(1, 40, 3)
   legal = np.ones((3, 3), bool)
-  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.asarray(roots),
-             jnp.asarray(legal), num_players=2, payoff="zero_sum",
-             config=config)
-  _assert_matches_reference(out, t, roots, legal, num_players=2,
-                            payoff="zero_sum", num_simulations=30,
-                            discount=0.8)
-  plain = _run(_jnp(t), jax.random.PRNGKey(0), jnp.asarray(roots),
-               jnp.asarray(legal), num_players=2, payoff="zero_sum",
-               config=_REF_CONFIG)
+  out = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    jnp.asarray(roots),
+    jnp.asarray(legal),
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+  )
+  _assert_matches_reference(
+    out, t, roots, legal, num_players=2, payoff="zero_sum", num_simulations=30, discount=0.8
+  )
+  plain = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    jnp.asarray(roots),
+    jnp.asarray(legal),
+    num_players=2,
+    payoff="zero_sum",
+    config=_REF_CONFIG,
+  )
   assert not np.allclose(out.root_value, plain.root_value)
 
 
@@ -398,33 +471,40 @@ def test_dirichlet_noise_legal_only():
   probs = jnp.full((n, num_actions), 1.0 / num_actions)
   key = jax.random.PRNGKey(0)
   noisy = search._add_dirichlet_noise(
-      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0,
-      legal=jnp.asarray(legal))
+    key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0, legal=jnp.asarray(legal)
+  )
   noisy = np.asarray(noisy)
   np.testing.assert_array_equal(noisy[~legal], 0.0)
   np.testing.assert_allclose(noisy.sum(-1), 1.0, rtol=1e-5)
   np.testing.assert_allclose(noisy[:, [1, 4, 7]].mean(0), 1 / 3, atol=0.03)
-  mixed = np.asarray(search._add_dirichlet_noise(
-      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=0.25,
-      legal=jnp.asarray(legal)))
-  np.testing.assert_allclose(mixed[legal].reshape(n, 3).sum(-1),
-                             0.75 * 0.3 + 0.25, rtol=1e-5)
-  plain = np.asarray(search._add_dirichlet_noise(
-      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0))
-  np.testing.assert_allclose(plain[:, [1, 4, 7]].sum(-1).mean(), 0.3,
-                             atol=0.03)
+  mixed = np.asarray(
+    search._add_dirichlet_noise(
+      key, probs, dirichlet_alpha=0.3, dirichlet_fraction=0.25, legal=jnp.asarray(legal)
+    )
+  )
+  np.testing.assert_allclose(mixed[legal].reshape(n, 3).sum(-1), 0.75 * 0.3 + 0.25, rtol=1e-5)
+  plain = np.asarray(
+    search._add_dirichlet_noise(key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0)
+  )
+  np.testing.assert_allclose(plain[:, [1, 4, 7]].sum(-1).mean(), 0.3, atol=0.03)
   # No legal action: no noise is added.
-  none = np.asarray(search._add_dirichlet_noise(
-      key, probs[:2], dirichlet_alpha=0.3, dirichlet_fraction=0.25,
-      legal=jnp.zeros((2, num_actions), bool)))
+  none = np.asarray(
+    search._add_dirichlet_noise(
+      key,
+      probs[:2],
+      dirichlet_alpha=0.3,
+      dirichlet_fraction=0.25,
+      legal=jnp.zeros((2, num_actions), bool),
+    )
+  )
   np.testing.assert_allclose(none, 0.75 / num_actions)
 
 
 # ----------------------------------------------------------------------------
 # Equivalence with mctx.muzero_policy.
 
-def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz,
-                           num_players):
+
+def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz, num_players):
   """Mover-POV tables r, v (reward of the transition in the POV of the player
   who moved; value in the POV of the player to move). Embedding (row, player).
   As an NDMZ model it converts both to root POV (sign +1 for relative player
@@ -436,18 +516,22 @@ def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz,
   reward, value = params["reward"][nxt], params["value"][nxt]
   if not ndmz:
     out = mctx.RecurrentFnOutput(
-        reward=reward, discount=jnp.full_like(reward, -1.0 if num_players == 2
-                                              else 1.0),
-        prior_logits=params["policy"][nxt], value=value)
+      reward=reward,
+      discount=jnp.full_like(reward, -1.0 if num_players == 2 else 1.0),
+      prior_logits=params["policy"][nxt],
+      value=value,
+    )
     return out, (nxt, new_player)
   sign = lambda p: 1.0 - 2.0 * (p == 1)  # root POV from mover POV
-  identity = jnp.where(
-      jax.nn.one_hot(new_player, num_players + 2) > 0, 0.0, NEG)
+  identity = jnp.where(jax.nn.one_hot(new_player, num_players + 2) > 0, 0.0, NEG)
   return ModelOutput(
-      reward=sign(player) * reward, value=sign(new_player) * value,
-      policy_logits=params["policy"][nxt],
-      chance_logits=jnp.zeros((row.shape[0], 2)), identity_logits=identity,
-      embedding=(nxt, new_player))
+    reward=sign(player) * reward,
+    value=sign(new_player) * value,
+    policy_logits=params["policy"][nxt],
+    chance_logits=jnp.zeros((row.shape[0], 2)),
+    identity_logits=identity,
+    embedding=(nxt, new_player),
+  )
 
 
 @functools.partial(_jit, static_argnames=("num_players", "config"))
@@ -455,27 +539,35 @@ def _run_pair(params, key, root_rows, legal, *, num_players, config):
   b = root_rows.shape[0]
   embedding = (root_rows, jnp.zeros(b, jnp.int32))
   root = ModelOutput(
-      reward=jnp.zeros(b), value=params["value"][root_rows],
-      policy_logits=params["policy"][root_rows],
-      chance_logits=jnp.zeros((b, 2)),
-      identity_logits=jnp.zeros((b, num_players + 2)), embedding=embedding)
+    reward=jnp.zeros(b),
+    value=params["value"][root_rows],
+    policy_logits=params["policy"][root_rows],
+    chance_logits=jnp.zeros((b, 2)),
+    identity_logits=jnp.zeros((b, num_players + 2)),
+    embedding=embedding,
+  )
   ndmz = ndmz_search(
-      params, key, root,
-      functools.partial(_alternating_recurrent, ndmz=True,
-                        num_players=num_players), legal,
-      num_players=num_players,
-      payoff="zero_sum" if num_players == 2 else "single", config=config)
+    params,
+    key,
+    root,
+    functools.partial(_alternating_recurrent, ndmz=True, num_players=num_players),
+    legal,
+    num_players=num_players,
+    payoff="zero_sum" if num_players == 2 else "single",
+    config=config,
+  )
   muzero = mctx.muzero_policy(
-      params, key,
-      mctx.RootFnOutput(prior_logits=root.policy_logits, value=root.value,
-                        embedding=embedding),
-      functools.partial(_alternating_recurrent, ndmz=False,
-                        num_players=num_players),
-      num_simulations=config.num_simulations,
-      invalid_actions=(~legal).astype(jnp.float32),
-      dirichlet_fraction=config.dirichlet_fraction,
-      dirichlet_alpha=config.dirichlet_alpha, pb_c_init=config.pb_c_init,
-      pb_c_base=config.pb_c_base)
+    params,
+    key,
+    mctx.RootFnOutput(prior_logits=root.policy_logits, value=root.value, embedding=embedding),
+    functools.partial(_alternating_recurrent, ndmz=False, num_players=num_players),
+    num_simulations=config.num_simulations,
+    invalid_actions=(~legal).astype(jnp.float32),
+    dirichlet_fraction=config.dirichlet_fraction,
+    dirichlet_alpha=config.dirichlet_alpha,
+    pb_c_init=config.pb_c_init,
+    pb_c_base=config.pb_c_base,
+  )
   return ndmz, muzero
 
 
@@ -488,25 +580,30 @@ def test_equals_muzero_policy(num_players):
   for seed in range(4):
     rng = np.random.default_rng(seed)
     params = dict(
-        next=rng.integers(0, num_rows, (num_rows, num_actions)),
-        reward=rng.normal(size=num_rows).astype(np.float32),
-        value=rng.normal(size=num_rows).astype(np.float32),
-        policy=rng.normal(size=(num_rows, num_actions)).astype(np.float32))
+      next=rng.integers(0, num_rows, (num_rows, num_actions)),
+      reward=rng.normal(size=num_rows).astype(np.float32),
+      value=rng.normal(size=num_rows).astype(np.float32),
+      policy=rng.normal(size=(num_rows, num_actions)).astype(np.float32),
+    )
     legal = rng.random((batch, num_actions)) < 0.75
     legal[:, 1] = True
     roots = rng.integers(0, num_rows, batch)
     ndmz, muzero = _run_pair(
-        _jnp(params), jax.random.PRNGKey(seed + 7), jnp.asarray(roots),
-        jnp.asarray(legal), num_players=num_players, config=config)
+      _jnp(params),
+      jax.random.PRNGKey(seed + 7),
+      jnp.asarray(roots),
+      jnp.asarray(legal),
+      num_players=num_players,
+      config=config,
+    )
     np.testing.assert_array_equal(
-        ndmz.search_tree.children_visits[:, 0],
-        muzero.search_tree.children_visits[:, 0])
-    np.testing.assert_array_equal(ndmz.search_tree.node_visits,
-                                  muzero.search_tree.node_visits)
+      ndmz.search_tree.children_visits[:, 0], muzero.search_tree.children_visits[:, 0]
+    )
+    np.testing.assert_array_equal(ndmz.search_tree.node_visits, muzero.search_tree.node_visits)
     np.testing.assert_allclose(ndmz.action_weights, muzero.action_weights)
-    np.testing.assert_allclose(ndmz.root_value,
-                               muzero.search_tree.node_values[:, 0],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      ndmz.root_value, muzero.search_tree.node_values[:, 0], rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_array_equal(ndmz.action, muzero.action)
 
 
@@ -531,45 +628,62 @@ def test_single_outcome_chance_is_plain_muzero():
       row = nxt[embedding, action]
       reward = jnp.where(row >= 2, rewards[jnp.arange(batch), row - 2], 0.0)
       return ModelOutput(
-          reward=reward, value=jnp.zeros(batch),
-          policy_logits=jnp.zeros((batch, num_actions)),
-          chance_logits=chance[row], identity_logits=identity[row],
-          embedding=row)
-    root = ModelOutput(
-        reward=jnp.zeros(batch), value=jnp.zeros(batch),
+        reward=reward,
+        value=jnp.zeros(batch),
         policy_logits=jnp.zeros((batch, num_actions)),
-        chance_logits=jnp.zeros((batch, 3)),
-        identity_logits=jnp.zeros((batch, 4)),
-        embedding=jnp.ones(batch, jnp.int32))
+        chance_logits=chance[row],
+        identity_logits=identity[row],
+        embedding=row,
+      )
+
+    root = ModelOutput(
+      reward=jnp.zeros(batch),
+      value=jnp.zeros(batch),
+      policy_logits=jnp.zeros((batch, num_actions)),
+      chance_logits=jnp.zeros((batch, 3)),
+      identity_logits=jnp.zeros((batch, 4)),
+      embedding=jnp.ones(batch, jnp.int32),
+    )
     legal = jnp.ones((batch, num_actions), bool)
-    outs = [ndmz_search((), key, root, recurrent, legal, num_players=2,
-                        payoff="zero_sum", config=config)]
+    outs = [
+      ndmz_search((), key, root, recurrent, legal, num_players=2, payoff="zero_sum", config=config)
+    ]
 
     def bandit(params, rng_key, action, embedding):
       del params, rng_key
       reward = rewards[jnp.arange(batch), action]
       return mctx.RecurrentFnOutput(
-          reward=reward, discount=jnp.zeros_like(reward),
-          prior_logits=jnp.zeros((batch, num_actions)),
-          value=jnp.zeros_like(reward)), embedding
+        reward=reward,
+        discount=jnp.zeros_like(reward),
+        prior_logits=jnp.zeros((batch, num_actions)),
+        value=jnp.zeros_like(reward),
+      ), embedding
+
     muzero = mctx.muzero_policy(
-        (), key, mctx.RootFnOutput(prior_logits=root.policy_logits,
-                                   value=root.value, embedding=root.embedding),
-        bandit, num_simulations=config.num_simulations)
+      (),
+      key,
+      mctx.RootFnOutput(
+        prior_logits=root.policy_logits, value=root.value, embedding=root.embedding
+      ),
+      bandit,
+      num_simulations=config.num_simulations,
+    )
     return outs, muzero
 
   for seed in range(3):
     rewards = jax.random.normal(jax.random.PRNGKey(seed), (batch, num_actions))
     outs, muzero = run(rewards, jax.random.PRNGKey(seed + 50))
     for out in outs:
-      np.testing.assert_array_equal(out.search_tree.children_visits[:, 0],
-                                    muzero.search_tree.children_visits[:, 0])
-      np.testing.assert_allclose(out.root_value,
-                                 muzero.search_tree.node_values[:, 0],
-                                 rtol=1e-5, atol=1e-6)
+      np.testing.assert_array_equal(
+        out.search_tree.children_visits[:, 0], muzero.search_tree.children_visits[:, 0]
+      )
+      np.testing.assert_allclose(
+        out.root_value, muzero.search_tree.node_values[:, 0], rtol=1e-5, atol=1e-6
+      )
       chance_nodes = out.search_tree.children_index[:, 0]
-      kinds = np.take_along_axis(np.asarray(out.search_tree.embeddings.kind),
-                                 np.maximum(np.asarray(chance_nodes), 0), 1)
+      kinds = np.take_along_axis(
+        np.asarray(out.search_tree.embeddings.kind), np.maximum(np.asarray(chance_nodes), 0), 1
+      )
       # Every visited root action has its child, and every child is a chance
       # node (an empty selection cannot pass: some action is always visited).
       expanded = np.asarray(chance_nodes) >= 0
@@ -580,6 +694,7 @@ def test_single_outcome_chance_is_plain_muzero():
 
 # ----------------------------------------------------------------------------
 # Chance nodes, identity sampling, terminal nodes.
+
 
 def _chance_fan_tables(probs, num_actions=3):
   """Root (row 1) has one legal action, to a chance node (row 2) whose
@@ -607,9 +722,15 @@ def test_chance_node_prior_minus_visits_is_exact():
   t = _chance_fan_tables(probs)
   sims = _REF_CONFIG.num_simulations
   legal = np.array([[True, False, False]] * 3)
-  out = _run(_jnp(t), jax.random.PRNGKey(0), jnp.array([1, 1, 1]),
-             jnp.asarray(legal), num_players=2, payoff="zero_sum",
-             config=_REF_CONFIG)
+  out = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    jnp.array([1, 1, 1]),
+    jnp.asarray(legal),
+    num_players=2,
+    payoff="zero_sum",
+    config=_REF_CONFIG,
+  )
   # prob - visits / (1 + sum visits), by hand: [.44 .31 .16 .09] -> 0;
   # [-.06 .31 .16 .09] -> 1; [.107 -.023 .16 .09] -> 2;
   # [.19 .06 -.09 .09] -> 0.
@@ -626,8 +747,9 @@ def test_chance_node_prior_minus_visits_is_exact():
   # chance node's raw values (0) and one reward per later simulation.
   expected = (visits @ np.arange(4)) / (sims + 1)
   np.testing.assert_allclose(out.root_value, [expected] * 3, rtol=1e-5)
-  _assert_matches_reference(out, t, [1, 1, 1], legal, num_players=2,
-                            payoff="zero_sum", num_simulations=sims)
+  _assert_matches_reference(
+    out, t, [1, 1, 1], legal, num_players=2, payoff="zero_sum", num_simulations=sims
+  )
 
 
 # The sampling tests share one compiled search: default (sampling) modes,
@@ -638,9 +760,15 @@ _SAMPLE_BATCH = 64
 
 def _run_sample(t):
   legal = jnp.array([[True, False, False]] * _SAMPLE_BATCH)
-  return _run(_jnp(t), jax.random.PRNGKey(11),
-              jnp.ones(_SAMPLE_BATCH, jnp.int32), legal, num_players=2,
-              payoff="zero_sum", config=_SAMPLE_CONFIG)
+  return _run(
+    _jnp(t),
+    jax.random.PRNGKey(11),
+    jnp.ones(_SAMPLE_BATCH, jnp.int32),
+    legal,
+    num_players=2,
+    payoff="zero_sum",
+    config=_SAMPLE_CONFIG,
+  )
 
 
 def test_chance_node_samples_in_proportion():
@@ -668,13 +796,11 @@ def test_identity_head_is_sampled():
   cls = np.where(kind == 0, player, np.where(kind == 1, 2, 3))[drawn]
   assert cls.size > 1500
   # One standard error of a frequency is below 0.013.
-  np.testing.assert_allclose(np.bincount(cls, minlength=4) / cls.size, probs,
-                             atol=0.05)
+  np.testing.assert_allclose(np.bincount(cls, minlength=4) / cls.size, probs, atol=0.05)
   assert np.all(kind[parent_kind == 2] == 2)
 
 
-@pytest.mark.parametrize("terminal_nodes", [
-    True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("terminal_nodes", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_terminal_nodes_are_not_expanded(terminal_nodes):
   """Root actions a -> terminal rows with reward r_a. Past them the model
   would give large rewards and values (rows 5, 6): with terminal nodes they
@@ -692,15 +818,22 @@ def test_terminal_nodes_are_not_expanded(terminal_nodes):
   _set_identity(t, 6, 1)
   config = dataclasses.replace(_REF_CONFIG, terminal_nodes=terminal_nodes)
   legal = np.ones((3, 3), bool)
-  out = _run(_jnp(t), jax.random.PRNGKey(1), jnp.array([1, 1, 1]),
-             jnp.asarray(legal), num_players=2, payoff="zero_sum",
-             config=config)
+  out = _run(
+    _jnp(t),
+    jax.random.PRNGKey(1),
+    jnp.array([1, 1, 1]),
+    jnp.asarray(legal),
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+  )
   tree = out.search_tree
   kinds = np.asarray(tree.embeddings.kind)
   if terminal_nodes:
     np.testing.assert_array_equal(kinds[:, 1:], 2)
-    np.testing.assert_allclose(tree.qvalues(jnp.zeros(3, jnp.int32))[:, :3],
-                               [[0.25, -0.5, 0.75]] * 3)
+    np.testing.assert_allclose(
+      tree.qvalues(jnp.zeros(3, jnp.int32))[:, :3], [[0.25, -0.5, 0.75]] * 3
+    )
     np.testing.assert_array_equal(tree.raw_values[:, 1:], 0.0)
     np.testing.assert_array_equal(tree.node_values[:, 1:], 0.0)
     below = np.asarray(tree.parents)[:, 1:] > 0
@@ -710,13 +843,21 @@ def test_terminal_nodes_are_not_expanded(terminal_nodes):
   else:
     assert (kinds[:, 1:] == 0).any()  # the search ran past the ends
     assert np.abs(np.asarray(tree.children_rewards)).max() == 100.0
-  _assert_matches_reference(out, t, [1, 1, 1], legal, num_players=2,
-                            payoff="zero_sum", num_simulations=30,
-                            terminal_nodes=terminal_nodes)
+  _assert_matches_reference(
+    out,
+    t,
+    [1, 1, 1],
+    legal,
+    num_players=2,
+    payoff="zero_sum",
+    num_simulations=30,
+    terminal_nodes=terminal_nodes,
+  )
 
 
 # ----------------------------------------------------------------------------
 # Action output, shapes, errors.
+
 
 def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
   # Bandit of terminal children with reward 0, legal priors [0, 1.9, 2.0]:
@@ -729,39 +870,48 @@ def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
   t["policy"][1] = [0.0, 1.9, 2.0, 3.0]
   # The last row has no legal action (a finished game): uniform weights.
   batch = 1025
-  legal = jnp.array([[True, True, True, False]] * (batch - 1)
-                    + [[False] * 4])
+  legal = jnp.array([[True, True, True, False]] * (batch - 1) + [[False] * 4])
   config = SearchConfig(num_simulations=2, dirichlet_fraction=0.0)
   rows = jnp.ones(batch, jnp.int32)
-  greedy = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 0.0,
-                num_players=2, payoff="zero_sum", config=config)
-  np.testing.assert_allclose(greedy.action_weights,
-                             [[0, 0.5, 0.5, 0]] * (batch - 1) + [[0.25] * 4])
+  greedy = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    rows,
+    legal,
+    0.0,
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+  )
+  np.testing.assert_allclose(greedy.action_weights, [[0, 0.5, 0.5, 0]] * (batch - 1) + [[0.25] * 4])
   np.testing.assert_array_equal(greedy.action, [2] * (batch - 1) + [0])
   assert np.all(np.isfinite(greedy.root_value))
-  sampled = _run(_jnp(t), jax.random.PRNGKey(0), rows, legal, 1.0,
-                 num_players=2, payoff="zero_sum", config=config)
+  sampled = _run(
+    _jnp(t),
+    jax.random.PRNGKey(0),
+    rows,
+    legal,
+    1.0,
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+  )
   np.testing.assert_allclose(sampled.action_weights, greedy.action_weights)
   assert set(np.unique(sampled.action[:-1])) == {1, 2}
   # One standard error is about 0.016.
-  np.testing.assert_allclose(np.mean(np.asarray(sampled.action[:-1]) == 2),
-                             0.5, atol=0.07)
+  np.testing.assert_allclose(np.mean(np.asarray(sampled.action[:-1]) == 2), 0.5, atol=0.07)
 
 
 def test_jit_vmap_and_illegal_actions_never_chosen():
   rng = np.random.default_rng(9)
   t = _jnp(_random_tables(rng, 40, 3, 4, 2))
-  legal = jnp.array([[True, False, True], [False, True, False],
-                     [True, True, True]])
-  run = functools.partial(_run_impl, num_players=2, payoff="zero_sum",
-                          config=_REF_CONFIG)
+  legal = jnp.array([[True, False, True], [False, True, False], [True, True, True]])
+  run = functools.partial(_run_impl, num_players=2, payoff="zero_sum", config=_REF_CONFIG)
   keys = jax.random.split(jax.random.PRNGKey(0), 2)
   rows = jnp.array([[1, 2, 3], [4, 5, 6]])
-  batched = _jit(jax.vmap(run, in_axes=(None, 0, 0, None)))(t, keys, rows,
-                                                           legal)
+  batched = _jit(jax.vmap(run, in_axes=(None, 0, 0, None)))(t, keys, rows, legal)
   for i in range(2):
-    single = _run(t, keys[i], rows[i], legal, num_players=2,
-                  payoff="zero_sum", config=_REF_CONFIG)
+    single = _run(t, keys[i], rows[i], legal, num_players=2, payoff="zero_sum", config=_REF_CONFIG)
     chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], batched), single)
     visits = np.asarray(single.search_tree.children_visits[:, 0, :3])
     assert np.all(visits[~np.asarray(legal)] == 0)
@@ -777,10 +927,19 @@ def test_recurrent_output_shapes_are_checked():
   def bad_recurrent(params, rng_key, action, embedding):
     out = _table_recurrent(params, rng_key, action, embedding)
     return out.replace(identity_logits=out.identity_logits[:, :3])
-  run = jax.jit(lambda key: ndmz_search(
-      t, key, _table_root(t, jnp.array([1])), bad_recurrent,
-      jnp.ones((1, 2), bool), num_players=2, payoff="zero_sum",
-      config=SearchConfig(num_simulations=2)))
+
+  run = jax.jit(
+    lambda key: ndmz_search(
+      t,
+      key,
+      _table_root(t, jnp.array([1])),
+      bad_recurrent,
+      jnp.ones((1, 2), bool),
+      num_players=2,
+      payoff="zero_sum",
+      config=SearchConfig(num_simulations=2),
+    )
+  )
   with pytest.raises(AssertionError, match="identity_logits"):
     run(jax.random.PRNGKey(0))
 
@@ -788,20 +947,39 @@ def test_recurrent_output_shapes_are_checked():
 def test_bad_arguments_raise_value_error():
   t = _jnp(_tables(3, 2, 2, 2))
   root = _table_root(t, jnp.array([1]))
-  call = functools.partial(ndmz_search, t, jax.random.PRNGKey(0), root,
-                           _table_recurrent, jnp.ones((1, 2), bool),
-                           config=SearchConfig(num_simulations=2))
+  call = functools.partial(
+    ndmz_search,
+    t,
+    jax.random.PRNGKey(0),
+    root,
+    _table_recurrent,
+    jnp.ones((1, 2), bool),
+    config=SearchConfig(num_simulations=2),
+  )
   with pytest.raises(ValueError, match="payoff"):
     call(num_players=2, payoff="general")
   with pytest.raises(ValueError, match="num_players == 1"):
     call(num_players=2, payoff="single")
   with pytest.raises(ValueError, match="legal_action_mask"):
-    ndmz_search(t, jax.random.PRNGKey(0), root, _table_recurrent,
-                jnp.ones((1, 3), bool), num_players=2, payoff="zero_sum",
-                config=SearchConfig(num_simulations=2))
-  for bad in (dict(num_simulations=0), dict(identity_mode="max"),
-              dict(chance_mode="argmax"), dict(dirichlet_fraction=1.5),
-              dict(max_depth=0), dict(discount=0.0), dict(discount=1.5)):
+    ndmz_search(
+      t,
+      jax.random.PRNGKey(0),
+      root,
+      _table_recurrent,
+      jnp.ones((1, 3), bool),
+      num_players=2,
+      payoff="zero_sum",
+      config=SearchConfig(num_simulations=2),
+    )
+  for bad in (
+    dict(num_simulations=0),
+    dict(identity_mode="max"),
+    dict(chance_mode="argmax"),
+    dict(dirichlet_fraction=1.5),
+    dict(max_depth=0),
+    dict(discount=0.0),
+    dict(discount=1.5),
+  ):
     with pytest.raises(ValueError):
       SearchConfig(**bad)
   assert hash(SearchConfig()) == hash(SearchConfig())

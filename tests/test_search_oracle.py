@@ -50,26 +50,27 @@ def _oracle(env, solution):
       nxt = env.step(state, a)
       return jnp.where(nxt.done, nxt.rewards[mover], -roller_value(nxt))
 
-    best = jnp.max(jnp.where(state.legal_action_mask,
-                             jax.vmap(after)(jnp.arange(num_actions)), -jnp.inf))
+    best = jnp.max(
+      jnp.where(state.legal_action_mask, jax.vmap(after)(jnp.arange(num_actions)), -jnp.inf)
+    )
     player = state.current_player
-    return jnp.where(player >= 0, sign * best,
-                     jnp.where(player == envs.CHANCE, sign * roller_value(state),
-                               0.0))
+    return jnp.where(
+      player >= 0, sign * best, jnp.where(player == envs.CHANCE, sign * roller_value(state), 0.0)
+    )
 
   def heads(state, root):
     ident = relative_identity(state.current_player, root, env.num_players)
     return dict(
-        value=value(state, root),
-        policy_logits=jnp.where(state.legal_action_mask, 0.0, -30.0),
-        chance_logits=jnp.log(jnp.maximum(state.chance_probs, 1e-30)),
-        identity_logits=30.0 * jax.nn.one_hot(ident, env.num_players + 2))
+      value=value(state, root),
+      policy_logits=jnp.where(state.legal_action_mask, 0.0, -30.0),
+      chance_logits=jnp.log(jnp.maximum(state.chance_probs, 1e-30)),
+      identity_logits=30.0 * jax.nn.one_hot(ident, env.num_players + 2),
+    )
 
   def root_fn(states):
     root = states.current_player
     out = jax.vmap(heads)(states, root)
-    return ModelOutput(reward=jnp.zeros_like(out["value"]),
-                       embedding=(states, root), **out)
+    return ModelOutput(reward=jnp.zeros_like(out["value"]), embedding=(states, root), **out)
 
   def recurrent_fn(params, key, unified, embedding):
     del params, key
@@ -90,23 +91,34 @@ def _search_win_rate(env, solution, config, payoff="zero_sum"):
 
   @jax.jit
   def act(states):
-    return ndmz_search(None, jax.random.PRNGKey(0), root_fn(states), recurrent_fn,
-                       states.legal_action_mask, num_players=2, payoff=payoff,
-                       config=config, temperature=0.0).action
+    return ndmz_search(
+      None,
+      jax.random.PRNGKey(0),
+      root_fn(states),
+      recurrent_fn,
+      states.legal_action_mask,
+      num_players=2,
+      payoff=payoff,
+      config=config,
+      temperature=0.0,
+    ).action
 
   table = ns.policy_table_from_fn(env, act, batch_size=2048)
   return ns.exact_win_probability(table, "optimal", env).win_probability
 
 
-@pytest.mark.parametrize("chance_mode,simulations,floor", [
+@pytest.mark.parametrize(
+  "chance_mode,simulations,floor",
+  [
     ("prior_minus_visits", 32, 0.485),
     ("sample", 16, 0.47),
-])
-def test_search_on_a_perfect_model_is_near_optimal(env, solution, chance_mode,
-                                                   simulations, floor):
+  ],
+)
+def test_search_on_a_perfect_model_is_near_optimal(env, solution, chance_mode, simulations, floor):
   # Measured: 0.493 (prior_minus_visits, 16 sims), 0.497 (64); 0.486
   # (sample, 16). Optimal vs optimal is exactly 0.5; a uniformly random
   # player scores 0.306 against it.
-  config = SearchConfig(num_simulations=simulations, dirichlet_fraction=0.0,
-                        chance_mode=chance_mode)
+  config = SearchConfig(
+    num_simulations=simulations, dirichlet_fraction=0.0, chance_mode=chance_mode
+  )
   assert _search_win_rate(env, solution, config) >= floor

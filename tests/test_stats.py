@@ -8,14 +8,17 @@ import pytest
 from anakin_mz.eval import stats
 
 
-@pytest.mark.parametrize("k,n,lo,hi", [
+@pytest.mark.parametrize(
+  "k,n,lo,hi",
+  [
     # Textbook values (Wilson 1927; Newcombe 1998, Table I uses 95%).
     (5, 10, 0.2366, 0.7634),
     (8, 10, 0.4902, 0.9433),
     (0, 10, 0.0, 0.2775),
     (10, 10, 0.7225, 1.0),
-    (81, 263, 0.2553, 0.3662),   # Newcombe's example 81/263
-])
+    (81, 263, 0.2553, 0.3662),  # Newcombe's example 81/263
+  ],
+)
 def test_wilson_known_values(k, n, lo, hi):
   got = stats.wilson_interval(k, n)
   assert got == pytest.approx((lo, hi), abs=6e-5)

@@ -11,18 +11,22 @@ TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 
 def _run(*args):
-  return subprocess.run([sys.executable, TRAIN, *args], capture_output=True,
-                        text=True, timeout=300, cwd=ROOT)
+  return subprocess.run(
+    [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+  )
 
 
-@pytest.mark.parametrize("args,message", [
+@pytest.mark.parametrize(
+  "args,message",
+  [
     (["--env=chess"], "unknown env 'chess'; registered envs:"),
     (["--env=catch", "train.batchsize=3"], "unknown key(s) train.batchsize"),
     (["--env=catch", "train.batch_size=-3"], "batch_size must be >= 1"),
     (["--env=catch", "search.chance_mode=guess"], "chance_mode must be one of"),
     (["--env=catch", "--config=/nonexistent.yaml"], "does not exist"),
     (["--env=catch", "--updates=0"], "--updates must be >= 1"),
-])
+  ],
+)
 def test_bad_input_is_a_clear_error(args, message):
   out = _run(*args)
   assert out.returncode == 2, out.stdout + out.stderr

@@ -43,8 +43,16 @@ from anakin_mz.types import Params
 
 # Metrics per depth, in table order. Rates are in [0, 1]; tv and reward_mae
 # are mean distances.
-METRICS = ("top_move", "top1", "uniform", "identity_turn", "identity_chance",
-           "identity_terminal", "chance_tv", "reward_mae")
+METRICS = (
+  "top_move",
+  "top1",
+  "uniform",
+  "identity_turn",
+  "identity_chance",
+  "identity_terminal",
+  "chance_tv",
+  "reward_mae",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +69,7 @@ class Trajectories:
     exists: `[T+1, G]` state t is part of the game (the final terminal state
       included, the absorbing copies after it not).
   """
+
   observation: np.ndarray
   player: np.ndarray
   legal: np.ndarray
@@ -70,8 +79,9 @@ class Trajectories:
   exists: np.ndarray
 
 
-def random_play(env: envs.Env, key: chex.PRNGKey, num_games: int,
-                max_steps: Optional[int] = None) -> Trajectories:
+def random_play(
+  env: envs.Env, key: chex.PRNGKey, num_games: int, max_steps: Optional[int] = None
+) -> Trajectories:
   """Plays `num_games` games with uniformly random legal moves, all in one
   jitted scan of `max_steps` (default `env.max_game_length`) transitions."""
   steps = int(max_steps or env.max_game_length)
@@ -96,23 +106,41 @@ def _random_play(env, key, num_games, steps):
       action = jnp.where(chance, outcome, move)
       unified = jnp.where(chance, env.num_actions + outcome, move)
       nxt = jax.vmap(env.step)(state, action)
-      record = (state.observation, state.current_player, state.legal_action_mask,
-                state.chance_probs, jnp.where(state.done, 0, unified),
-                nxt.rewards, ~was_done)
+      record = (
+        state.observation,
+        state.current_player,
+        state.legal_action_mask,
+        state.chance_probs,
+        jnp.where(state.done, 0, unified),
+        nxt.rewards,
+        ~was_done,
+      )
       return (nxt, state.done), record
 
     (last, was_done), rec = jax.lax.scan(
-        body, (state, jnp.zeros((num_games,), bool)),
-        jax.random.split(k1, steps))
-    final = (last.observation, last.current_player, last.legal_action_mask,
-             last.chance_probs, jnp.zeros((num_games,), jnp.int32),
-             jnp.zeros_like(last.rewards), ~was_done)
+      body, (state, jnp.zeros((num_games,), bool)), jax.random.split(k1, steps)
+    )
+    final = (
+      last.observation,
+      last.current_player,
+      last.legal_action_mask,
+      last.chance_probs,
+      jnp.zeros((num_games,), jnp.int32),
+      jnp.zeros_like(last.rewards),
+      ~was_done,
+    )
     return jax.tree.map(lambda r, f: jnp.concatenate([r, f[None]]), rec, final)
 
   obs, player, legal, probs, action, rewards, exists = jax.device_get(run(key))
-  return Trajectories(observation=obs, player=player, legal=legal,
-                      chance_probs=probs, action=action.astype(np.int32),
-                      rewards=rewards, exists=exists)
+  return Trajectories(
+    observation=obs,
+    player=player,
+    legal=legal,
+    chance_probs=probs,
+    action=action.astype(np.int32),
+    rewards=rewards,
+    exists=exists,
+  )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +154,7 @@ class DynamicsReport:
     num_games: random-play games used.
     num_positions: decision positions the unrolls start from.
   """
+
   depth: np.ndarray
   values: Dict[str, np.ndarray]
   counts: Dict[str, np.ndarray]
@@ -144,16 +173,30 @@ class DynamicsReport:
 
   def as_dict(self) -> Dict[str, object]:
     """JSON-ready dict."""
-    return {"num_games": self.num_games, "num_positions": self.num_positions,
-            "depth": [int(k) for k in self.depth],
-            "values": {k: [None if not np.isfinite(x) else float(x) for x in v]
-                       for k, v in self.values.items()},
-            "counts": {k: [int(x) for x in v] for k, v in self.counts.items()}}
+    return {
+      "num_games": self.num_games,
+      "num_positions": self.num_positions,
+      "depth": [int(k) for k in self.depth],
+      "values": {
+        k: [None if not np.isfinite(x) else float(x) for x in v] for k, v in self.values.items()
+      },
+      "counts": {k: [int(x) for x in v] for k, v in self.counts.items()},
+    }
 
   def table(self) -> str:
     """A readable table: one row per depth, one column per metric."""
-    head = ["k", "top-move", "top-1", "uniform", "id turn", "id chance",
-            "id term", "chance TV", "reward MAE", "decisions"]
+    head = [
+      "k",
+      "top-move",
+      "top-1",
+      "uniform",
+      "id turn",
+      "id chance",
+      "id term",
+      "chance TV",
+      "reward MAE",
+      "decisions",
+    ]
     rows = [head]
     for i, k in enumerate(self.depth):
       row = [str(int(k))]
@@ -172,8 +215,7 @@ def gather_starts(traj: Trajectories, unroll_steps: int) -> Dict[str, np.ndarray
   taken from it and the true states at depths 0..K (see the return dict)."""
   t_len = traj.player.shape[0]
   k = unroll_steps
-  pad = lambda x, fill: np.concatenate(
-      [x, np.full((k,) + x.shape[1:], fill, x.dtype)])
+  pad = lambda x, fill: np.concatenate([x, np.full((k,) + x.shape[1:], fill, x.dtype)])
   player = pad(traj.player, envs.TERMINAL)
   legal = pad(traj.legal, False)
   probs = pad(traj.chance_probs, 0.0)
@@ -184,35 +226,38 @@ def gather_starts(traj: Trajectories, unroll_steps: int) -> Dict[str, np.ndarray
   idx = ts[:, None] + np.arange(k + 1)[None, :]  # [N, K+1]
   g = gs[:, None]
   return {
-      "observation": traj.observation[ts, gs],
-      "root_player": traj.player[ts, gs],
-      "actions": action[idx[:, :k], g],            # [N, K]
-      "player": player[idx, g],                     # [N, K+1]
-      "legal": legal[idx, g],                       # [N, K+1, A]
-      "chance_probs": probs[idx, g],                # [N, K+1, C]
-      "rewards": rewards[idx[:, :k], g],            # [N, K, P] into depth k+1
-      "exists": exists[idx, g] & (idx < t_len),     # [N, K+1]
+    "observation": traj.observation[ts, gs],
+    "root_player": traj.player[ts, gs],
+    "actions": action[idx[:, :k], g],  # [N, K]
+    "player": player[idx, g],  # [N, K+1]
+    "legal": legal[idx, g],  # [N, K+1, A]
+    "chance_probs": probs[idx, g],  # [N, K+1, C]
+    "rewards": rewards[idx[:, :k], g],  # [N, K, P] into depth k+1
+    "exists": exists[idx, g] & (idx < t_len),  # [N, K+1]
   }
 
 
-def _model_outputs(network: Network, params: Params, observation: np.ndarray,
-                   actions: np.ndarray, batch_size: int) -> Dict[str, np.ndarray]:
+def _model_outputs(
+  network: Network, params: Params, observation: np.ndarray, actions: np.ndarray, batch_size: int
+) -> Dict[str, np.ndarray]:
   """network.unroll in fixed-size batches (one compilation); probabilities
   and scalar rewards, as numpy."""
 
   @jax.jit
   def run(params, obs, acts):
     out = network.unroll(params, obs, acts)
-    return {"policy": jax.nn.softmax(out.policy_logits, -1),
-            "chance": jax.nn.softmax(out.chance_logits, -1),
-            "identity": jnp.argmax(out.identity_logits, -1),
-            "reward": network.to_scalar(out.reward_logits)}
+    return {
+      "policy": jax.nn.softmax(out.policy_logits, -1),
+      "chance": jax.nn.softmax(out.chance_logits, -1),
+      "identity": jnp.argmax(out.identity_logits, -1),
+      "reward": network.to_scalar(out.reward_logits),
+    }
 
   n = observation.shape[0]
   chunks = []
   for lo in range(0, n, batch_size):
-    obs = observation[lo:lo + batch_size]
-    acts = actions[lo:lo + batch_size]
+    obs = observation[lo : lo + batch_size]
+    acts = actions[lo : lo + batch_size]
     size = obs.shape[0]
     if size < batch_size:
       fill = batch_size - size
@@ -232,21 +277,24 @@ def _mean(values: np.ndarray, mask: np.ndarray):
   return mean.astype(np.float64), count.astype(np.int64)
 
 
-def evaluate_unrolls(env: envs.Env, network: Network, params: Params,
-                     traj: Trajectories, unroll_steps: int,
-                     batch_size: int = 512) -> Dict[str, tuple]:
+def evaluate_unrolls(
+  env: envs.Env,
+  network: Network,
+  params: Params,
+  traj: Trajectories,
+  unroll_steps: int,
+  batch_size: int = 512,
+) -> Dict[str, tuple]:
   """Per-position outcomes of every test: metric -> (values `[N, K+1]`,
   mask `[N, K+1]`), N decision starts in `traj`."""
   starts = gather_starts(traj, unroll_steps)
   if starts["observation"].shape[0] == 0:
     raise ValueError("random play reached no decision position")
-  out = _model_outputs(network, params, starts["observation"],
-                       starts["actions"], batch_size)
+  out = _model_outputs(network, params, starts["observation"], starts["actions"], batch_size)
   return score(env, starts, out)
 
 
-def score(env: envs.Env, s: Dict[str, np.ndarray],
-          out: Dict[str, np.ndarray]) -> Dict[str, tuple]:
+def score(env: envs.Env, s: Dict[str, np.ndarray], out: Dict[str, np.ndarray]) -> Dict[str, tuple]:
   """Scores model outputs against the truth.
 
   Args:
@@ -264,7 +312,7 @@ def score(env: envs.Env, s: Dict[str, np.ndarray],
   decision = exists & (s["player"] >= 0)
   chance = exists & (s["player"] == envs.CHANCE)
 
-  p = out["policy"]                                  # [N, K+1, A]
+  p = out["policy"]  # [N, K+1, A]
   legal = s["legal"]
   max_illegal = np.max(np.where(legal, -np.inf, p), -1)
   min_legal = np.min(np.where(legal, p, np.inf), -1)
@@ -275,59 +323,77 @@ def score(env: envs.Env, s: Dict[str, np.ndarray],
   tv = 0.5 * np.abs(out["chance"] - s["chance_probs"]).sum(-1)
 
   player = s["player"][:, 1:]
-  target = np.where(player >= 0,                     # [N, K], types.relative_identity
-                    np.mod(player - s["root_player"][:, None], num_players),
-                    np.where(player == envs.CHANCE, num_players, num_players + 1))
+  target = np.where(
+    player >= 0,  # [N, K], types.relative_identity
+    np.mod(player - s["root_player"][:, None], num_players),
+    np.where(player == envs.CHANCE, num_players, num_players + 1),
+  )
   correct = out["identity"] == target
   first = np.zeros((n, 1), bool)
   with_root = lambda x: np.concatenate([first, x], 1)  # depth 0 has no identity
   ex = exists[:, 1:]
-  true_reward = np.take_along_axis(
-      s["rewards"], s["root_player"][:, None, None].repeat(k, 1), -1)[..., 0]
+  true_reward = np.take_along_axis(s["rewards"], s["root_player"][:, None, None].repeat(k, 1), -1)[
+    ..., 0
+  ]
   reward_err = np.abs(out["reward"] - true_reward)
 
   zeros = np.zeros((n, 1))
   return {
-      "top_move": (top_move, decision),
-      "top1": (top1, decision),
-      "uniform": (uniform, decision),
-      "identity_turn": (with_root(correct), with_root(ex & (target < num_players))),
-      "identity_chance": (with_root(correct),
-                          with_root(ex & (target == num_players))),
-      "identity_terminal": (with_root(correct),
-                            with_root(ex & (target == num_players + 1))),
-      "chance_tv": (tv, chance),
-      "reward_mae": (np.concatenate([zeros, reward_err], 1), with_root(ex)),
+    "top_move": (top_move, decision),
+    "top1": (top1, decision),
+    "uniform": (uniform, decision),
+    "identity_turn": (with_root(correct), with_root(ex & (target < num_players))),
+    "identity_chance": (with_root(correct), with_root(ex & (target == num_players))),
+    "identity_terminal": (with_root(correct), with_root(ex & (target == num_players + 1))),
+    "chance_tv": (tv, chance),
+    "reward_mae": (np.concatenate([zeros, reward_err], 1), with_root(ex)),
   }
 
 
-def dynamics_tests(env: envs.Env, network: Network, params: Params,
-                   key: chex.PRNGKey, *, num_games: int = 500,
-                   unroll_steps: int = 6, max_steps: Optional[int] = None,
-                   batch_size: int = 512) -> DynamicsReport:
+def dynamics_tests(
+  env: envs.Env,
+  network: Network,
+  params: Params,
+  key: chex.PRNGKey,
+  *,
+  num_games: int = 500,
+  unroll_steps: int = 6,
+  max_steps: Optional[int] = None,
+  batch_size: int = 512,
+) -> DynamicsReport:
   """Runs every test of the module docstring on `num_games` random-play
   games, unrolling `unroll_steps` (K) dynamics steps from each decision."""
   if unroll_steps < 0:
     raise ValueError(f"unroll_steps must be >= 0, got {unroll_steps}")
   traj = random_play(env, key, num_games, max_steps)
-  results = evaluate_unrolls(env, network, params, traj, unroll_steps,
-                             batch_size)
+  results = evaluate_unrolls(env, network, params, traj, unroll_steps, batch_size)
   values, counts = {}, {}
   for name in METRICS:
     v, m = results[name]
     values[name], counts[name] = _mean(np.asarray(v, np.float64), m)
   n = int(np.sum(traj.exists & (traj.player >= 0)))
-  return DynamicsReport(depth=np.arange(unroll_steps + 1), values=values,
-                        counts=counts, num_games=num_games, num_positions=n)
+  return DynamicsReport(
+    depth=np.arange(unroll_steps + 1),
+    values=values,
+    counts=counts,
+    num_games=num_games,
+    num_positions=n,
+  )
 
 
-def learner_hook(learner, params, key: Optional[chex.PRNGKey] = None,
-                 num_games: int = 500) -> Dict[str, float]:
+def learner_hook(
+  learner, params, key: Optional[chex.PRNGKey] = None, num_games: int = 500
+) -> Dict[str, float]:
   """For the training loop (`run.evaluate`): the dynamics tests of
   `learner`'s network as TensorBoard scalars `dynamics/<metric>_k<k>`."""
   if key is None:
     key = jax.random.PRNGKey(learner.config.seed + 4242)
-  report = dynamics_tests(learner.env, learner.network, params, key,
-                          num_games=num_games,
-                          unroll_steps=learner.config.train.unroll_steps)
+  report = dynamics_tests(
+    learner.env,
+    learner.network,
+    params,
+    key,
+    num_games=num_games,
+    unroll_steps=learner.config.train.unroll_steps,
+  )
   return report.scalars()

@@ -27,14 +27,16 @@ class MatchResult:
     length: transitions, chance ones included.
     truncated: the game hit `max_game_length`.
   """
+
   score: chex.Array
   agent_seat: chex.Array
   length: chex.Array
   truncated: chex.Array
 
 
-def play_match(env: envs.Env, agent: envs.Policy, opponent: envs.Policy,
-               key: chex.PRNGKey, num_games: int) -> MatchResult:
+def play_match(
+  env: envs.Env, agent: envs.Policy, opponent: envs.Policy, key: chex.PRNGKey, num_games: int
+) -> MatchResult:
   """Plays `num_games` games of `agent` against `opponent` (jittable)."""
   zero_sum = env.payoff == "zero_sum"
   seats = jnp.arange(num_games) % env.num_players
@@ -50,8 +52,7 @@ def play_match(env: envs.Env, agent: envs.Policy, opponent: envs.Policy,
     a_opp = opponent(state, ko)
     agent_moves = (state.current_player == seats) if zero_sum else jnp.bool_(True)
     action = jnp.where(agent_moves, a_agent, a_opp)
-    action = jnp.where(state.current_player == envs.CHANCE,
-                       envs.chance_outcome(state, kc), action)
+    action = jnp.where(state.current_player == envs.CHANCE, envs.chance_outcome(state, kc), action)
     nxt = jax.vmap(env.step)(state, action.astype(jnp.int32))
     mine = jnp.take_along_axis(nxt.rewards, seats[:, None], axis=1)[:, 0]
     return nxt, key, score + mine
@@ -59,21 +60,23 @@ def play_match(env: envs.Env, agent: envs.Policy, opponent: envs.Policy,
   k0, k1 = jax.random.split(key)
   state = jax.vmap(env.init)(jax.random.split(k0, num_games))
   state, _, score = jax.lax.while_loop(
-      cond, body, (state, k1, jnp.zeros((num_games,), jnp.float32)))
-  return MatchResult(score=score, agent_seat=seats, length=state.step_count,
-                     truncated=state.truncated)
+    cond, body, (state, k1, jnp.zeros((num_games,), jnp.float32))
+  )
+  return MatchResult(
+    score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
+  )
 
 
 def summarize(result: MatchResult) -> Dict[str, float]:
   """Mean/std score and win/draw/loss rates (TensorBoard scalars)."""
   score = result.score
   return {
-      "score_mean": float(jnp.mean(score)),
-      "score_std": float(jnp.std(score)),
-      "win_rate": float(jnp.mean(score > 0)),
-      "draw_rate": float(jnp.mean(score == 0)),
-      "loss_rate": float(jnp.mean(score < 0)),
-      "mean_length": float(jnp.mean(result.length)),
+    "score_mean": float(jnp.mean(score)),
+    "score_std": float(jnp.std(score)),
+    "win_rate": float(jnp.mean(score > 0)),
+    "draw_rate": float(jnp.mean(score == 0)),
+    "loss_rate": float(jnp.mean(score < 0)),
+    "mean_length": float(jnp.mean(result.length)),
   }
 
 
@@ -86,12 +89,13 @@ def match_stats(result: MatchResult, env: envs.Env) -> Dict[str, object]:
   seats = np.asarray(result.agent_seat)
   mean, std, lo, hi = stats.mean_interval(score)
   out: Dict[str, object] = {
-      "score": {"mean": mean, "std": std, "low": lo, "high": hi},
-      "mean_length": float(np.mean(result.length)),
-      "truncated": int(np.sum(result.truncated)),
+    "score": {"mean": mean, "std": std, "low": lo, "high": hi},
+    "mean_length": float(np.mean(result.length)),
+    "truncated": int(np.sum(result.truncated)),
   }
   if env.payoff == "zero_sum":
     out["wdl"] = stats.win_draw_loss(score)
-    out["by_seat"] = {str(p): stats.win_draw_loss(score[seats == p])
-                      for p in range(env.num_players)}
+    out["by_seat"] = {
+      str(p): stats.win_draw_loss(score[seats == p]) for p in range(env.num_players)
+    }
   return out

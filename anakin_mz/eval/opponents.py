@@ -36,6 +36,7 @@ class Opponent:
     policy: an `envs.Policy`.
     step: the training step for a checkpoint opponent (None for bots).
   """
+
   name: str
   policy: envs.Policy
   step: Optional[int] = None
@@ -49,12 +50,12 @@ def parse_checkpoint_spec(text: str) -> Tuple[str, Optional[int]]:
   try:
     return directory, int(step)
   except ValueError:
-    raise ValueError(f"checkpoint spec {text!r}: the part after '@' must be a "
-                     "step number") from None
+    raise ValueError(
+      f"checkpoint spec {text!r}: the part after '@' must be a step number"
+    ) from None
 
 
-def make_opponent(spec: str, env: envs.Env, *,
-                  simulations: Optional[int] = None) -> Opponent:
+def make_opponent(spec: str, env: envs.Env, *, simulations: Optional[int] = None) -> Opponent:
   """The opponent `spec` (see the module docstring) for `env`.
 
   Raises:
@@ -65,7 +66,7 @@ def make_opponent(spec: str, env: envs.Env, *,
   if not isinstance(spec, str) or not spec:
     raise ValueError(f"opponent spec must be a non-empty string; valid: {', '.join(specs())}")
   if spec.startswith("checkpoint:"):
-    directory, step = parse_checkpoint_spec(spec[len("checkpoint:"):])
+    directory, step = parse_checkpoint_spec(spec[len("checkpoint:") :])
     if not directory:
       raise ValueError("opponent 'checkpoint:' needs a directory: checkpoint:DIR[@STEP]")
     return checkpoint_opponent(directory, step, env, simulations=simulations)
@@ -78,8 +79,9 @@ def make_opponent(spec: str, env: envs.Env, *,
   return Opponent(name, policy)
 
 
-def checkpoint_opponent(directory: str, step: Optional[int], env: envs.Env, *,
-                        simulations: Optional[int] = None) -> Opponent:
+def checkpoint_opponent(
+  directory: str, step: Optional[int], env: envs.Env, *, simulations: Optional[int] = None
+) -> Opponent:
   """A saved agent (greedy search) as an opponent in `env`'s game.
 
   Raises:
@@ -89,8 +91,9 @@ def checkpoint_opponent(directory: str, step: Optional[int], env: envs.Env, *,
   loaded = agent_lib.load_agent(directory, step, expect_env=env.id)
   if dict(loaded.env.params) != dict(env.params):
     raise ckpt.CheckpointError(
-        f"checkpoint {directory!r} plays {env.id} with params "
-        f"{dict(loaded.env.params)}, not {dict(env.params)}")
+      f"checkpoint {directory!r} plays {env.id} with params "
+      f"{dict(loaded.env.params)}, not {dict(env.params)}"
+    )
   search = loaded.config.search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))

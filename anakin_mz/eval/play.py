@@ -37,8 +37,14 @@ def _ask(prompt: str, read: Callable[[str], str], legal, names) -> int:
     return a
 
 
-def play(agent: agent_lib.Agent, seat: int, seed: int, simulations: Optional[int], kind: str,
-         read: Callable[[str], str] = input) -> int:
+def play(
+  agent: agent_lib.Agent,
+  seat: int,
+  seed: int,
+  simulations: Optional[int],
+  kind: str,
+  read: Callable[[str], str] = input,
+) -> int:
   """One game in the terminal; returns 0."""
   env, network, params = agent.env, agent.network, agent.params
   config = act.eval_search_config(agent.config.search)
@@ -54,8 +60,9 @@ def play(agent: agent_lib.Agent, seat: int, seed: int, simulations: Optional[int
       logits = network.root(params, batched.observation).policy_logits[0]
       action = jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf))
       return action, value, value
-    out = act.search_policy(params, batched, key, network=network, env=env,
-                            config=config, temperature=0.0)
+    out = act.search_policy(
+      params, batched, key, network=network, env=env, config=config, temperature=0.0
+    )
     return out.action[0], out.root_value[0], value
 
   step = jax.jit(env.step)
@@ -65,8 +72,9 @@ def play(agent: agent_lib.Agent, seat: int, seed: int, simulations: Optional[int
   total = [0.0] * env.num_players
   sims = "" if kind == "greedy" else f", {config.num_simulations} simulations"
   others = f"player {1 - seat}" if zero_sum and env.num_players == 2 else "the other seats"
-  print(f"{env.id}: you are player {seat}; the agent (step {agent.step}, "
-        f"{kind}{sims}) plays {others}.")
+  print(
+    f"{env.id}: you are player {seat}; the agent (step {agent.step}, {kind}{sims}) plays {others}."
+  )
   while not bool(state.done):
     key, k_think, k_chance = jax.random.split(key, 3)
     player = int(state.current_player)
@@ -84,21 +92,27 @@ def play(agent: agent_lib.Agent, seat: int, seed: int, simulations: Optional[int
       if player == seat:
         # The network's values are the mover's; the agent is the other side.
         agent_view = -float(net_value) if zero_sum else float(net_value)
-        print(f"agent's value estimate: {agent_view:+.3f} for itself "
-              f"({float(net_value):+.3f} for you)")
+        print(
+          f"agent's value estimate: {agent_view:+.3f} for itself ({float(net_value):+.3f} for you)"
+        )
         print("your moves: " + "; ".join(f"{a}: {names[a]}" for a in legal))
         action = _ask(f"player {seat}, your move> ", read, legal, names)
       else:
         action = int(move)
-        print(f"agent (player {player}) plays {action}: {names.get(action, action)}   "
-              f"value {float(search_value):+.3f} (search), {float(net_value):+.3f} (network)")
+        print(
+          f"agent (player {player}) plays {action}: {names.get(action, action)}   "
+          f"value {float(search_value):+.3f} (search), {float(net_value):+.3f} (network)"
+        )
     state = step(state, jnp.int32(action))
     rewards = jax.device_get(state.rewards)
     total = [t + float(r) for t, r in zip(total, rewards)]
   print()
   print(env.render(state))
   mine = total[seat]
-  outcome = ("you win" if mine > 0 else "you lose" if mine < 0 else "draw") if zero_sum \
-      else f"score {mine:+.2f}"
+  outcome = (
+    ("you win" if mine > 0 else "you lose" if mine < 0 else "draw")
+    if zero_sum
+    else f"score {mine:+.2f}"
+  )
   print(f"game over: {outcome} (returns {', '.join(f'{t:+.2f}' for t in total)})")
   return 0

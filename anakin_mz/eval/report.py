@@ -27,12 +27,20 @@ from anakin_mz import agent as agent_lib
 from anakin_mz.eval import dynamics, match, opponents
 
 
-def evaluate_checkpoint(directory: str, *, step: Optional[int] = None,
-                        opponent: Optional[str] = None, games: int = 1000,
-                        simulations: Optional[int] = None, seed: int = 0,
-                        agent_kind: str = "search", expect_env: Optional[str] = None,
-                        extra: bool = True, diagnostics: bool = False,
-                        diagnostic_games: int = 500) -> Dict[str, object]:
+def evaluate_checkpoint(
+  directory: str,
+  *,
+  step: Optional[int] = None,
+  opponent: Optional[str] = None,
+  games: int = 1000,
+  simulations: Optional[int] = None,
+  seed: int = 0,
+  agent_kind: str = "search",
+  expect_env: Optional[str] = None,
+  extra: bool = True,
+  diagnostics: bool = False,
+  diagnostic_games: int = 500,
+) -> Dict[str, object]:
   """Restores the agent in `directory` (latest step unless `step`) and
   evaluates it (see the module doc). `extra` runs the game's extra
   evaluators on the greedy network policy and the search policy (one search
@@ -59,31 +67,44 @@ def evaluate_checkpoint(directory: str, *, step: Optional[int] = None,
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
   out: Dict[str, object] = {
-      "game": env.id, "env_params": dict(env.params), "env_version": env.version,
-      "checkpoint": os.path.abspath(directory), "step": agent.step,
-      "agent": agent_kind,
-      "simulations": search.num_simulations if agent_kind == "search" else 0,
+    "game": env.id,
+    "env_params": dict(env.params),
+    "env_version": env.version,
+    "checkpoint": os.path.abspath(directory),
+    "step": agent.step,
+    "agent": agent_kind,
+    "simulations": search.num_simulations if agent_kind == "search" else 0,
   }
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
   if extra:
     for evaluator in envs.bots.evaluators(env.id):
-      values = evaluator.score(env, {"greedy": greedy_policy, "search": search_policy},
-                               k_extra)
+      values = evaluator.score(env, {"greedy": greedy_policy, "search": search_policy}, k_extra)
       values.update(evaluator.reference(env))
       out[evaluator.name] = values
   if diagnostics:
-    report = dynamics.dynamics_tests(env, agent.network, agent.params, k_diag,
-                                     num_games=diagnostic_games,
-                                     unroll_steps=agent.config.train.unroll_steps)
+    report = dynamics.dynamics_tests(
+      env,
+      agent.network,
+      agent.params,
+      k_diag,
+      num_games=diagnostic_games,
+      unroll_steps=agent.config.train.unroll_steps,
+    )
     out["dynamics"] = report.as_dict()
     out["dynamics_table"] = report.table()
   out["wall_s"] = time.perf_counter() - start
   return out
 
 
-def evaluate_bot(env: envs.Env, bot: str, *, opponent: Optional[str] = None,
-                 games: int = 1000, seed: int = 0,
-                 simulations: Optional[int] = None) -> Dict[str, object]:
+def evaluate_bot(
+  env: envs.Env,
+  bot: str,
+  *,
+  opponent: Optional[str] = None,
+  games: int = 1000,
+  seed: int = 0,
+  simulations: Optional[int] = None,
+) -> Dict[str, object]:
   """The game's bot `bot` (e.g. "expectiminimax:2") against `opponent`, in
   the same match and with the same result as `evaluate_checkpoint`."""
   if games < 1:
@@ -91,8 +112,12 @@ def evaluate_bot(env: envs.Env, bot: str, *, opponent: Optional[str] = None,
   start = time.perf_counter()
   name, policy = envs.bots.make_bot(bot, env)
   out: Dict[str, object] = {
-      "game": env.id, "env_params": dict(env.params), "env_version": env.version,
-      "agent": name, "simulations": 0}
+    "game": env.id,
+    "env_params": dict(env.params),
+    "env_version": env.version,
+    "agent": name,
+    "simulations": 0,
+  }
   k_match = jax.random.split(jax.random.PRNGKey(seed), 3)[0]
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
   out["wall_s"] = time.perf_counter() - start
@@ -111,20 +136,31 @@ def parse_params(items: Sequence[str]) -> Dict[str, object]:
   return out
 
 
-def _match(env: envs.Env, policy: envs.Policy, opponent: Optional[str], games: int,
-           seed: int, key, simulations: Optional[int]) -> Dict[str, object]:
+def _match(
+  env: envs.Env,
+  policy: envs.Policy,
+  opponent: Optional[str],
+  games: int,
+  seed: int,
+  key,
+  simulations: Optional[int],
+) -> Dict[str, object]:
   """`policy` against the opponent spec (default random) in a two-player
   zero-sum game (each seat in half of the games), or alone in every seat."""
   if env.payoff == "zero_sum":
     if games % env.num_players:
-      raise ValueError(f"--games must be a multiple of {env.num_players} so the "
-                       f"agent plays every seat equally often, got {games}")
+      raise ValueError(
+        f"--games must be a multiple of {env.num_players} so the "
+        f"agent plays every seat equally often, got {games}"
+      )
     opp = opponents.make_opponent(opponent or "random", env, simulations=simulations)
     opp_name = opp.name
   else:
     if opponent not in (None, "random"):  # "random" is the default: accepted
-      raise ValueError(f"--opponent {opponent!r} does not apply to {env.id}: a game "
-                       f"with payoff {env.payoff!r}, where the agent plays every seat")
+      raise ValueError(
+        f"--opponent {opponent!r} does not apply to {env.id}: a game "
+        f"with payoff {env.payoff!r}, where the agent plays every seat"
+      )
     opp = opponents.Opponent("none", envs.random_policy)
     opp_name = f"none (the agent plays every seat; payoff {env.payoff})"
   result = jax.jit(lambda k: match.play_match(env, policy, opp.policy, k, games))(key)
@@ -142,12 +178,12 @@ def format_report(r: Dict[str, object]) -> str:
   sims = f", {r['simulations']} simulations" if r["agent"] == "search" else ""
   params = ", ".join(f"{k}={v}" for k, v in sorted(r["env_params"].items()))
   lines: List[str] = [
-      f"game        {r['game']} ({params})",
-      *([f"checkpoint  {r['checkpoint']}  step {r['step']}"] if "checkpoint" in r else []),
-      f"agent       {r['agent']}{sims}",
-      f"opponent    {r['opponent']}",
-      f"games       {r['games']}  (seed {r['seed']})",
-      "",
+    f"game        {r['game']} ({params})",
+    *([f"checkpoint  {r['checkpoint']}  step {r['step']}"] if "checkpoint" in r else []),
+    f"agent       {r['agent']}{sims}",
+    f"opponent    {r['opponent']}",
+    f"games       {r['games']}  (seed {r['seed']})",
+    "",
   ]
   s = r["score"]
   if "wdl" in r:
@@ -156,21 +192,28 @@ def format_report(r: Dict[str, object]) -> str:
     for name in ("win", "draw", "loss"):
       lines.append(f"{name:12}{_interval(wdl[name])}   {wdl[name]['count']}")
     p = wdl["points"]
-    lines.append(f"{'points':12}{p['mean']:.3f}  [{p['low']:.3f}, {p['high']:.3f}]"
-                 "   (win 1, draw 1/2)")
+    lines.append(
+      f"{'points':12}{p['mean']:.3f}  [{p['low']:.3f}, {p['high']:.3f}]   (win 1, draw 1/2)"
+    )
     for seat, d in r["by_seat"].items():
       lines.append(f"as player {seat:<2} win {_interval(d['win'])} over {d['games']} games")
-  lines.append(f"{'score':12}{s['mean']:+.3f} +- {s['std']:.3f} (std); mean in "
-               f"[{s['low']:+.3f}, {s['high']:+.3f}] (95%)")
-  lines.append(f"{'length':12}{r['mean_length']:.1f} transitions on average; "
-               f"{r['truncated']} truncated")
+  lines.append(
+    f"{'score':12}{s['mean']:+.3f} +- {s['std']:.3f} (std); mean in "
+    f"[{s['low']:+.3f}, {s['high']:+.3f}] (95%)"
+  )
+  lines.append(
+    f"{'length':12}{r['mean_length']:.1f} transitions on average; {r['truncated']} truncated"
+  )
   for evaluator in envs.bots.evaluators(r["game"]):
     if evaluator.name in r:
       lines += ["", evaluator.format(r[evaluator.name])]
   if "dynamics_table" in r:
     d = r["dynamics"]
-    lines += ["", f"dynamics tests on {d['num_games']} random-play games, "
-              f"{d['num_positions']} decision positions", r["dynamics_table"]]
+    lines += [
+      "",
+      f"dynamics tests on {d['num_games']} random-play games, "
+      f"{d['num_positions']} decision positions",
+      r["dynamics_table"],
+    ]
   lines.append(f"\n({r['wall_s']:.1f} s)")
   return "\n".join(lines)
-

@@ -23,19 +23,19 @@ KIND_NAMES = {0: "choice", 1: "chance", 2: "terminal"}
 @dataclasses.dataclass
 class Node:
   """One node of the drawn tree."""
+
   index: int
   parent: int
   depth: int
-  edge: str            # the action into it ("" at the root)
-  kind: str            # predicted: "choice P1", "chance", "terminal"
+  edge: str  # the action into it ("" at the root)
+  kind: str  # predicted: "choice P1", "chance", "terminal"
   prior: float
   visits: int
-  q: float             # Q of the edge, from the parent's mover (nan at root)
-  reward: float        # predicted reward of the edge (root mover's view)
-  value: float         # node value (root mover's view)
-  real: str            # true state: "decision P1", "chance", "terminal", "delusion"
+  q: float  # Q of the edge, from the parent's mover (nan at root)
+  reward: float  # predicted reward of the edge (root mover's view)
+  value: float  # node value (root mover's view)
+  real: str  # true state: "decision P1", "chance", "terminal", "delusion"
   children: List[int] = dataclasses.field(default_factory=list)
-
 
 
 def position(env: envs.Env, seed: int, moves: int) -> envs.State:
@@ -47,8 +47,9 @@ def position(env: envs.Env, seed: int, moves: int) -> envs.State:
   done = 0
   while True:
     if bool(state.done):
-      raise ValueError(f"the game ended after {done} random transitions; "
-                       f"use fewer --moves than {moves}")
+      raise ValueError(
+        f"the game ended after {done} random transitions; use fewer --moves than {moves}"
+      )
     if done >= moves and int(state.current_player) >= 0:
       return state
     key, k = jax.random.split(key)
@@ -87,8 +88,21 @@ def build_tree(env, state, out, root_player: int) -> Dict[int, Node]:
     p = int(s.current_player)
     return f"decision P{p}" if p >= 0 else ("chance" if p == envs.CHANCE else "terminal")
 
-  nodes = {0: Node(0, -1, 0, "", kind_text(0) + " (root)", 1.0, int(visits[0]),
-                   float("nan"), 0.0, float(values[0]), real_text(state))}
+  nodes = {
+    0: Node(
+      0,
+      -1,
+      0,
+      "",
+      kind_text(0) + " (root)",
+      1.0,
+      int(visits[0]),
+      float("nan"),
+      0.0,
+      float(values[0]),
+      real_text(state),
+    )
+  }
   real = {0: state}
   todo = [0]
   while todo:
@@ -110,17 +124,31 @@ def build_tree(env, state, out, root_player: int) -> Dict[int, Node]:
             nxt = step(s, np.int32(slot))
       elif kinds[n] == 1:
         edge = f"chance {slot}"
-        if (s is not None and int(s.current_player) == envs.CHANCE
-            and slot < env.num_chance_outcomes and float(s.chance_probs[slot]) > 0):
+        if (
+          s is not None
+          and int(s.current_player) == envs.CHANCE
+          and slot < env.num_chance_outcomes
+          and float(s.chance_probs[slot]) > 0
+        ):
           edge = f"chance {slot} (true p={float(s.chance_probs[slot]):.2f})"
           nxt = step(s, np.int32(slot))
       else:
         edge = "(past terminal)"
       real[c] = nxt
       q = sign * float(rewards[n, slot] + cvalues[n, slot])
-      nodes[c] = Node(c, n, nodes[n].depth + 1, edge, kind_text(c), float(prior[slot]),
-                      int(visits[c]), q, float(rewards[n, slot]), float(values[c]),
-                      real_text(nxt))
+      nodes[c] = Node(
+        c,
+        n,
+        nodes[n].depth + 1,
+        edge,
+        kind_text(c),
+        float(prior[slot]),
+        int(visits[c]),
+        q,
+        float(rewards[n, slot]),
+        float(values[c]),
+        real_text(nxt),
+      )
       nodes[n].children.append(c)
       todo.append(c)
   # A predicted node whose kind disagrees with the true state is a delusion.
@@ -129,7 +157,8 @@ def build_tree(env, state, out, root_player: int) -> Dict[int, Node]:
       predicted = node.kind.split()[0]
       actual = node.real.split()[0]
       if {"choice": "decision"}.get(predicted, predicted) != actual or (
-          predicted == "choice" and node.kind.split()[1] != node.real.split()[1]):
+        predicted == "choice" and node.kind.split()[1] != node.real.split()[1]
+      ):
         node.real += " (kind mispredicted)"
   return nodes
 
@@ -141,14 +170,15 @@ def text_tree(nodes: Dict[int, Node], max_depth: Optional[int] = None) -> str:
   def walk(n, prefix, last):
     node = nodes[n]
     if node.parent < 0:
-      head = (f"[{n}] {node.kind}  N={node.visits}  V={node.value:+.3f}  "
-              f"real: {node.real}")
+      head = f"[{n}] {node.kind}  N={node.visits}  V={node.value:+.3f}  real: {node.real}"
       lines.append(head)
     else:
       branch = "`- " if last else "|- "
-      lines.append(f"{prefix}{branch}{node.edge}  p={node.prior:.2f} N={node.visits} "
-                   f"Q={node.q:+.3f} r={node.reward:+.3f} -> [{n}] {node.kind} "
-                   f"V={node.value:+.3f}  real: {node.real}")
+      lines.append(
+        f"{prefix}{branch}{node.edge}  p={node.prior:.2f} N={node.visits} "
+        f"Q={node.q:+.3f} r={node.reward:+.3f} -> [{n}] {node.kind} "
+        f"V={node.value:+.3f}  real: {node.real}"
+      )
       prefix += "   " if last else "|  "
     if max_depth is not None and node.depth >= max_depth:
       if node.children:
@@ -161,12 +191,18 @@ def text_tree(nodes: Dict[int, Node], max_depth: Optional[int] = None) -> str:
   return "\n".join(lines)
 
 
-COLORS = {"choice0": "#cfe2ff", "choice1": "#f8d7da", "chance": "#fff3cd",
-          "terminal": "#d3d3d3", "delusion": "#ffe4ec"}
+COLORS = {
+  "choice0": "#cfe2ff",
+  "choice1": "#f8d7da",
+  "chance": "#fff3cd",
+  "terminal": "#d3d3d3",
+  "delusion": "#ffe4ec",
+}
 
 
-def svg_tree(nodes: Dict[int, Node], root_player: int, title: str,
-             max_depth: Optional[int] = None) -> str:
+def svg_tree(
+  nodes: Dict[int, Node], root_player: int, title: str, max_depth: Optional[int] = None
+) -> str:
   """The tree as an SVG document: leaves spread left to right, each parent
   centred over its children."""
   shown = {n for n, v in nodes.items() if max_depth is None or v.depth <= max_depth}
@@ -182,27 +218,33 @@ def svg_tree(nodes: Dict[int, Node], root_player: int, title: str,
       for c in kids:
         place(c)
       xs[n] = (xs[kids[0]] + xs[kids[-1]]) / 2
+
   place(0)
   box_w, box_h, gap_x, gap_y = 150, 58, 14, 70
   depth = max(nodes[n].depth for n in shown)
   width = int(counter[0] * (box_w + gap_x) + 40)
   height = int((depth + 1) * (box_h + gap_y) + 60)
-  pos = {n: (20 + xs[n] * (box_w + gap_x), 50 + nodes[n].depth * (box_h + gap_y))
-         for n in shown}
-  parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="monospace" font-size="10">',
-           f'<text x="20" y="24" font-size="13">{escape(title)}</text>']
+  pos = {n: (20 + xs[n] * (box_w + gap_x), 50 + nodes[n].depth * (box_h + gap_y)) for n in shown}
+  parts = [
+    f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    f'font-family="monospace" font-size="10">',
+    f'<text x="20" y="24" font-size="13">{escape(title)}</text>',
+  ]
   for n in shown:
     node = nodes[n]
     if node.parent < 0 or node.parent not in shown:
       continue
     x0, y0 = pos[node.parent]
     x1, y1 = pos[n]
-    parts.append(f'<line x1="{x0 + box_w / 2}" y1="{y0 + box_h}" x2="{x1 + box_w / 2}" '
-                 f'y2="{y1}" stroke="#888" stroke-width="{1 + np.log1p(node.visits):.1f}"/>')
+    parts.append(
+      f'<line x1="{x0 + box_w / 2}" y1="{y0 + box_h}" x2="{x1 + box_w / 2}" '
+      f'y2="{y1}" stroke="#888" stroke-width="{1 + np.log1p(node.visits):.1f}"/>'
+    )
     label = f"{node.edge[:22]} p={node.prior:.2f} Q={node.q:+.2f}"
-    parts.append(f'<text x="{x1 + box_w / 2}" y="{y1 - 6}" text-anchor="middle" '
-                 f'fill="#444">{escape(label)}</text>')
+    parts.append(
+      f'<text x="{x1 + box_w / 2}" y="{y1 - 6}" text-anchor="middle" '
+      f'fill="#444">{escape(label)}</text>'
+    )
   for n in shown:
     node = nodes[n]
     x, y = pos[n]
@@ -213,19 +255,30 @@ def svg_tree(nodes: Dict[int, Node], root_player: int, title: str,
     else:
       color = COLORS.get(node.kind.split()[0], "#ffffff")
     border = "#c00" if "delusion" in node.real or "mispredicted" in node.real else "#333"
-    parts.append(f'<rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="5" '
-                 f'fill="{color}" stroke="{border}"/>')
-    rows = [f"#{n} {node.kind}", f"N={node.visits} V={node.value:+.3f}",
-            f"r={node.reward:+.3f}", f"real: {node.real}"[:26]]
+    parts.append(
+      f'<rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="5" '
+      f'fill="{color}" stroke="{border}"/>'
+    )
+    rows = [
+      f"#{n} {node.kind}",
+      f"N={node.visits} V={node.value:+.3f}",
+      f"r={node.reward:+.3f}",
+      f"real: {node.real}"[:26],
+    ]
     for i, row in enumerate(rows):
       parts.append(f'<text x="{x + 5}" y="{y + 13 + 13 * i}">{escape(row)}</text>')
   parts.append("</svg>")
   return "\n".join(parts)
 
 
-def show(agent: agent_lib.Agent, *, moves: int = 0, seed: int = 0,
-         simulations: Optional[int] = None, max_depth: Optional[int] = None
-         ) -> Tuple[str, str]:
+def show(
+  agent: agent_lib.Agent,
+  *,
+  moves: int = 0,
+  seed: int = 0,
+  simulations: Optional[int] = None,
+  max_depth: Optional[int] = None,
+) -> Tuple[str, str]:
   """One greedy search (no root noise) of `agent` at the decision state after
   `moves` random transitions (`position`), key `PRNGKey(seed)`. Returns
   (the board and the tree as text, the tree as an SVG document)."""
@@ -235,16 +288,28 @@ def show(agent: agent_lib.Agent, *, moves: int = 0, seed: int = 0,
     config = dataclasses.replace(config, num_simulations=simulations)
   state = position(env, seed, moves)
   batched = jax.tree.map(lambda x: x[None], state)
-  out = act.search_policy(agent.params, batched, jax.random.PRNGKey(seed),
-                          network=agent.network, env=env, config=config, temperature=0.0)
+  out = act.search_policy(
+    agent.params,
+    batched,
+    jax.random.PRNGKey(seed),
+    network=agent.network,
+    env=env,
+    config=config,
+    temperature=0.0,
+  )
   root_player = int(state.current_player)
   nodes = build_tree(env, state, out, root_player)
-  text = "\n".join([
+  text = "\n".join(
+    [
       env.render(state),
       f"\n{env.id}, step {agent.step}, {config.num_simulations} simulations, "
       f"player {root_player} to move; search plays a{int(out.action[0])}, "
       f"root value {float(out.root_value[0]):+.3f} (its own view)\n",
-      text_tree(nodes, max_depth)])
-  title = (f"{env.id} step {agent.step}: {config.num_simulations} simulations, "
-           f"P{root_player} to move (values: P{root_player}'s view, Q: the mover's)")
+      text_tree(nodes, max_depth),
+    ]
+  )
+  title = (
+    f"{env.id} step {agent.step}: {config.num_simulations} simulations, "
+    f"P{root_player} to move (values: P{root_player}'s view, Q: the mover's)"
+  )
   return text, svg_tree(nodes, root_player, title, max_depth)

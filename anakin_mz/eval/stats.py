@@ -28,11 +28,11 @@ def _z(confidence: float) -> float:
   if not 0.0 < confidence < 1.0:
     raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
   from statistics import NormalDist
+
   return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
-def wilson_interval(successes: float, n: float,
-                    confidence: float = 0.95) -> Tuple[float, float]:
+def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> Tuple[float, float]:
   """Wilson score interval for a binomial proportion `successes / n`.
 
   Returns (low, high) in [0, 1]. With n = 0 the interval is (0, 1).
@@ -56,8 +56,9 @@ def wilson_interval(successes: float, n: float,
   return low, high
 
 
-def mean_interval(values: Sequence[float], confidence: float = 0.95
-                  ) -> Tuple[float, float, float, float]:
+def mean_interval(
+  values: Sequence[float], confidence: float = 0.95
+) -> Tuple[float, float, float, float]:
   """Mean of `values` with a normal-approximation interval.
 
   Returns (mean, std, low, high); std is the population std (ddof 0), the
@@ -74,19 +75,20 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95
   return mean, std, mean - half, mean + half
 
 
-def win_draw_loss(scores: Sequence[float], confidence: float = 0.95
-                  ) -> Dict[str, object]:
+def win_draw_loss(scores: Sequence[float], confidence: float = 0.95) -> Dict[str, object]:
   """Win/draw/loss counts, rates and Wilson intervals from per-game scores
   (> 0 win, == 0 draw, < 0 loss), plus the match score (win = 1, draw = 1/2)
   with its normal interval."""
   s = np.asarray(scores, np.float64).reshape(-1)
   n = int(s.size)
   out: Dict[str, object] = {"games": n}
-  for name, count in (("win", int(np.sum(s > 0))), ("draw", int(np.sum(s == 0))),
-                      ("loss", int(np.sum(s < 0)))):
+  for name, count in (
+    ("win", int(np.sum(s > 0))),
+    ("draw", int(np.sum(s == 0))),
+    ("loss", int(np.sum(s < 0))),
+  ):
     lo, hi = wilson_interval(count, n, confidence)
-    out[name] = {"count": count, "rate": count / n if n else float("nan"),
-                 "low": lo, "high": hi}
+    out[name] = {"count": count, "rate": count / n if n else float("nan"), "low": lo, "high": hi}
   if n:
     points = (s > 0) + 0.5 * (s == 0)
     mean, _, lo, hi = mean_interval(points, confidence)
@@ -107,6 +109,7 @@ class EloFit:
     points: `[n]` points scored (virtual draws excluded).
     anchor: the anchor's name, or None.
   """
+
   names: Tuple[str, ...]
   elo: np.ndarray
   low: np.ndarray
@@ -118,10 +121,17 @@ class EloFit:
 
   def as_dict(self) -> Dict[str, Dict[str, float]]:
     """{name: {elo, low, high, stderr, games, points}} (JSON-ready)."""
-    return {n: {"elo": float(self.elo[i]), "low": float(self.low[i]),
-                "high": float(self.high[i]), "stderr": float(self.stderr[i]),
-                "games": float(self.games[i]), "points": float(self.points[i])}
-            for i, n in enumerate(self.names)}
+    return {
+      n: {
+        "elo": float(self.elo[i]),
+        "low": float(self.low[i]),
+        "high": float(self.high[i]),
+        "stderr": float(self.stderr[i]),
+        "games": float(self.games[i]),
+        "points": float(self.points[i]),
+      }
+      for i, n in enumerate(self.names)
+    }
 
 
 def expected_score(elo_a: float, elo_b: float) -> float:
@@ -129,10 +139,17 @@ def expected_score(elo_a: float, elo_b: float) -> float:
   return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
 
 
-def fit_elo(names: Sequence[str], points: np.ndarray, games: np.ndarray, *,
-            anchor: Optional[str] = None, prior_draws: float = 1.0,
-            confidence: float = 0.95, max_iterations: int = 200,
-            tol: float = 1e-10) -> EloFit:
+def fit_elo(
+  names: Sequence[str],
+  points: np.ndarray,
+  games: np.ndarray,
+  *,
+  anchor: Optional[str] = None,
+  prior_draws: float = 1.0,
+  confidence: float = 0.95,
+  max_iterations: int = 200,
+  tol: float = 1e-10,
+) -> EloFit:
   """Maximum-likelihood Elo ratings from a round robin (or any schedule).
 
   Args:
@@ -157,13 +174,13 @@ def fit_elo(names: Sequence[str], points: np.ndarray, games: np.ndarray, *,
   pts = np.asarray(points, np.float64)
   gms = np.asarray(games, np.float64)
   if pts.shape != (n, n) or gms.shape != (n, n):
-    raise ValueError(f"points and games must be [{n}, {n}], got {pts.shape} "
-                     f"and {gms.shape}")
+    raise ValueError(f"points and games must be [{n}, {n}], got {pts.shape} and {gms.shape}")
   if np.any(gms < 0) or np.any(pts < 0) or np.any(np.diag(gms) != 0):
     raise ValueError("games and points must be >= 0 with an empty diagonal")
   if not np.allclose(gms, gms.T) or not np.allclose(pts + pts.T, gms):
-    raise ValueError("inconsistent tables: need games symmetric and "
-                     "points[i, j] + points[j, i] == games[i, j]")
+    raise ValueError(
+      "inconsistent tables: need games symmetric and points[i, j] + points[j, i] == games[i, j]"
+    )
   if prior_draws < 0:
     raise ValueError(f"prior_draws must be >= 0, got {prior_draws!r}")
   if anchor is not None and anchor not in names:
@@ -178,7 +195,7 @@ def fit_elo(names: Sequence[str], points: np.ndarray, games: np.ndarray, *,
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))
     grad = np.sum(s - g * p, axis=1)
     w = g * p * (1 - p)
-    info = np.diag(w.sum(1)) - w          # observed information (= -Hessian)
+    info = np.diag(w.sum(1)) - w  # observed information (= -Hessian)
     step = np.linalg.pinv(info) @ grad
     theta = theta + step
     theta -= theta.mean()
@@ -196,8 +213,16 @@ def fit_elo(names: Sequence[str], points: np.ndarray, games: np.ndarray, *,
   se = np.sqrt(np.maximum(var, 0.0)) * ELO_PER_NAT
   elo = theta * ELO_PER_NAT
   z = _z(confidence)
-  return EloFit(names=names, elo=elo, low=elo - z * se, high=elo + z * se,
-                stderr=se, games=gms.sum(1), points=pts.sum(1), anchor=anchor)
+  return EloFit(
+    names=names,
+    elo=elo,
+    low=elo - z * se,
+    high=elo + z * se,
+    stderr=se,
+    games=gms.sum(1),
+    points=pts.sum(1),
+    anchor=anchor,
+  )
 
 
 def _check_connected(names: Sequence[str], games: np.ndarray) -> None:
@@ -212,5 +237,7 @@ def _check_connected(names: Sequence[str], games: np.ndarray) -> None:
         todo.append(int(j))
   if len(seen) != n:
     missing = [names[i] for i in range(n) if i not in seen]
-    raise ValueError(f"players {missing} are not connected by games to "
-                     f"{names[0]!r}: their ratings are not identified")
+    raise ValueError(
+      f"players {missing} are not connected by games to "
+      f"{names[0]!r}: their ratings are not identified"
+    )

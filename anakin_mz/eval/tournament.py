@@ -34,6 +34,7 @@ class Player:
   as an argument, so checkpoints that share `static` (same network and search
   config) share one compiled match function.
   """
+
   name: str
   step: Optional[int]
   run: Optional[str]
@@ -45,6 +46,7 @@ class Player:
 @dataclasses.dataclass
 class Tournament:
   """A played round robin: players, points and games `[n, n]`, the Elo fit."""
+
   env_id: str
   players: List[Player]
   points: np.ndarray
@@ -53,8 +55,13 @@ class Tournament:
   games_per_pair: int
 
 
-def checkpoint_players(directory: str, step: Optional[int], env_id: Optional[str],
-                       simulations: Optional[int], all_steps: bool) -> List[Player]:
+def checkpoint_players(
+  directory: str,
+  step: Optional[int],
+  env_id: Optional[str],
+  simulations: Optional[int],
+  all_steps: bool,
+) -> List[Player]:
   """The player at `step` (default latest) of `directory`, or with
   `all_steps` one per saved step."""
   if all_steps:
@@ -77,23 +84,36 @@ def checkpoint_players(directory: str, step: Optional[int], env_id: Optional[str
     def make(params, network=network, env=env, search=search):
       return act.search_agent_policy(network, params, env, search)
 
-    static = ("ckpt", agent.config.env, agent.config.env_params,
-              agent.config.network, search)
+    static = ("ckpt", agent.config.env, agent.config.env_params, agent.config.network, search)
     label = os.path.basename(os.path.normpath(os.path.dirname(os.path.abspath(directory))))
-    players.append(Player(name=f"{label}@{agent.step}", step=agent.step,
-                          run=os.path.abspath(directory), static=static,
-                          params=agent.params, make=make))
+    players.append(
+      Player(
+        name=f"{label}@{agent.step}",
+        step=agent.step,
+        run=os.path.abspath(directory),
+        static=static,
+        params=agent.params,
+        make=make,
+      )
+    )
   return players
 
 
 def bot_player(spec: str, env: envs.Env, simulations: Optional[int]) -> Player:
   opp = opponents.make_opponent(spec, env, simulations=simulations)
-  return Player(name=opp.name, step=None, run=None, static=("bot", opp.name),
-                params=None, make=lambda params, p=opp.policy: p)
+  return Player(
+    name=opp.name,
+    step=None,
+    run=None,
+    static=("bot", opp.name),
+    params=None,
+    make=lambda params, p=opp.policy: p,
+  )
 
 
-def round_robin(players: List[Player], env: envs.Env, games: int, seed: int,
-                log: Callable[[str], None] = print) -> Tuple[np.ndarray, np.ndarray]:
+def round_robin(
+  players: List[Player], env: envs.Env, games: int, seed: int, log: Callable[[str], None] = print
+) -> Tuple[np.ndarray, np.ndarray]:
   """Plays every pair; returns (points `[n, n]`, games `[n, n]`)."""
   n = len(players)
   points = np.zeros((n, n))
@@ -105,24 +125,35 @@ def round_robin(players: List[Player], env: envs.Env, games: int, seed: int,
       a, b = players[i], players[j]
       sig = (a.static, b.static)
       if sig not in compiled:
-        compiled[sig] = jax.jit(lambda k, pa, pb, a=a, b=b: match.play_match(
-            env, a.make(pa), b.make(pb), k, games).score)
+        compiled[sig] = jax.jit(
+          lambda k, pa, pb, a=a, b=b: match.play_match(env, a.make(pa), b.make(pb), k, games).score
+        )
       key, k = jax.random.split(key)
       t0 = time.perf_counter()
       score = np.asarray(jax.device_get(compiled[sig](k, a.params, b.params)))
       p = float(np.sum(score > 0) + 0.5 * np.sum(score == 0))
       points[i, j], points[j, i] = p, games - p
       played[i, j] = played[j, i] = games
-      log(f"{a.name:>28} vs {b.name:<28} {p:6.1f} : {games - p:6.1f}  "
-          f"({time.perf_counter() - t0:.1f} s)")
+      log(
+        f"{a.name:>28} vs {b.name:<28} {p:6.1f} : {games - p:6.1f}  "
+        f"({time.perf_counter() - t0:.1f} s)"
+      )
   return points, played
 
 
-def run_tournament(*, checkpoints: Sequence[str] = (), step: Optional[int] = None,
-                   all_steps: Sequence[str] = (), bots: Sequence[str] = ("random",),
-                   games: int = 100, simulations: Optional[int] = None, seed: int = 0,
-                   anchor: Optional[str] = None, env_id: Optional[str] = None,
-                   log: Callable[[str], None] = print) -> Tournament:
+def run_tournament(
+  *,
+  checkpoints: Sequence[str] = (),
+  step: Optional[int] = None,
+  all_steps: Sequence[str] = (),
+  bots: Sequence[str] = ("random",),
+  games: int = 100,
+  simulations: Optional[int] = None,
+  seed: int = 0,
+  anchor: Optional[str] = None,
+  env_id: Optional[str] = None,
+  log: Callable[[str], None] = print,
+) -> Tournament:
   """Gathers the players (every step of each of `all_steps`, `step` or the
   latest of each of `checkpoints`, then the `bots` specs), plays the round
   robin and fits Elo, anchored at `anchor` (default: random if it plays,
@@ -147,12 +178,15 @@ def run_tournament(*, checkpoints: Sequence[str] = (), step: Optional[int] = Non
     env_id = env_id or players[0].static[1]
   env_params = {p.static[2] for p in players}
   if len(env_params) != 1:
-    raise ValueError(f"the checkpoints play {env_id} with different params: "
-                     f"{sorted(dict(e) for e in env_params)}")
+    raise ValueError(
+      f"the checkpoints play {env_id} with different params: {sorted(dict(e) for e in env_params)}"
+    )
   env = envs.make(env_id, **dict(players[0].static[2]))
   if env.payoff != "zero_sum" or env.num_players != 2:
-    raise ValueError(f"a tournament needs a two-player zero-sum game; {env_id} "
-                     f"is {env.payoff} with {env.num_players} player(s)")
+    raise ValueError(
+      f"a tournament needs a two-player zero-sum game; {env_id} "
+      f"is {env.payoff} with {env.num_players} player(s)"
+    )
   for spec in bots:
     players.append(bot_player(spec, env, simulations))
   names = [p.name for p in players]
@@ -166,20 +200,22 @@ def run_tournament(*, checkpoints: Sequence[str] = (), step: Optional[int] = Non
   log(f"{env_id}: {len(players)} players, {games} games per pair")
   points, played = round_robin(players, env, games, seed, log=log)
   fit = stats.fit_elo(names, points, played, anchor=anchor)
-  return Tournament(env_id=env_id, players=players, points=points, games=played,
-                    fit=fit, games_per_pair=games)
+  return Tournament(
+    env_id=env_id, players=players, points=points, games=played, fit=fit, games_per_pair=games
+  )
 
 
 def format_table(fit: stats.EloFit, players: List[Player]) -> str:
   order = np.argsort(-fit.elo)
-  lines = [f"{'player':30} {'step':>7} {'Elo':>7}  {'95% interval':>17}  "
-           f"{'score':>6}  games"]
+  lines = [f"{'player':30} {'step':>7} {'Elo':>7}  {'95% interval':>17}  {'score':>6}  games"]
   for i in order:
     p = players[i]
     step = "-" if p.step is None else str(p.step)
-    lines.append(f"{p.name:30} {step:>7} {fit.elo[i]:7.0f}  [{fit.low[i]:6.0f}, "
-                 f"{fit.high[i]:6.0f}]  {fit.points[i] / fit.games[i]:6.3f}  "
-                 f"{int(fit.games[i])}")
+    lines.append(
+      f"{p.name:30} {step:>7} {fit.elo[i]:7.0f}  [{fit.low[i]:6.0f}, "
+      f"{fit.high[i]:6.0f}]  {fit.points[i] / fit.games[i]:6.3f}  "
+      f"{int(fit.games[i])}"
+    )
   anchor = f"anchored at {fit.anchor} = 0" if fit.anchor else "mean 0"
   lines.append(f"(maximum-likelihood Elo, {anchor}; one virtual draw per pair)")
   return "\n".join(lines)
@@ -187,10 +223,15 @@ def format_table(fit: stats.EloFit, players: List[Player]) -> str:
 
 def as_dict(t: Tournament) -> Dict[str, object]:
   """JSON-ready."""
-  return {"env": t.env_id, "games_per_pair": t.games_per_pair,
-          "players": [{"name": p.name, "step": p.step, "run": p.run} for p in t.players],
-          "points": t.points.tolist(), "games": t.games.tolist(),
-          "elo": t.fit.as_dict(), "anchor": t.fit.anchor}
+  return {
+    "env": t.env_id,
+    "games_per_pair": t.games_per_pair,
+    "players": [{"name": p.name, "step": p.step, "run": p.run} for p in t.players],
+    "points": t.points.tolist(),
+    "games": t.games.tolist(),
+    "elo": t.fit.as_dict(),
+    "anchor": t.fit.anchor,
+  }
 
 
 def plot_elo(fit: stats.EloFit, players: List[Player], path: str, title: str) -> None:
@@ -216,9 +257,15 @@ def plot_elo(fit: stats.EloFit, players: List[Player], path: str, title: str) ->
   for i, p in enumerate(players):
     if p.run is None:
       line = ax.axhline(fit.elo[i], linestyle="--", linewidth=1, color="gray")
-      ax.annotate(p.name, (0.0, fit.elo[i]), xycoords=("axes fraction", "data"),
-                  xytext=(3, 3), textcoords="offset points", fontsize=8,
-                  color=line.get_color())
+      ax.annotate(
+        p.name,
+        (0.0, fit.elo[i]),
+        xycoords=("axes fraction", "data"),
+        xytext=(3, 3),
+        textcoords="offset points",
+        fontsize=8,
+        color=line.get_color(),
+      )
   ax.set_xlabel("training step (updates)")
   ax.set_ylabel("Elo")
   ax.set_title(title)

@@ -45,6 +45,7 @@ class Bot:
     arg: the name of its optional integer argument (e.g. "depth"), or None.
     default: the argument's default.
   """
+
   name: str
   make: Callable[..., Policy]
   games: Optional[Tuple[str, ...]] = None
@@ -60,12 +61,16 @@ class Bot:
   def why_not(self, env: Env) -> Optional[str]:
     """None if the bot can play `env`, else why not."""
     if self.games is not None and env.id not in self.games:
-      return (f"opponent {self.name!r} needs {self.needs} ({', '.join(self.games)}); "
-              f"env {env.id!r} has none")
+      return (
+        f"opponent {self.name!r} needs {self.needs} ({', '.join(self.games)}); "
+        f"env {env.id!r} has none"
+      )
     if self.applies is not None and not self.applies(env):
-      return (f"opponent {self.name!r} needs {self.needs}; env {env.id!r} has "
-              f"{env.num_players} players, payoff {env.payoff!r}, "
-              f"{env.num_chance_outcomes} chance outcomes")
+      return (
+        f"opponent {self.name!r} needs {self.needs}; env {env.id!r} has "
+        f"{env.num_players} players, payoff {env.payoff!r}, "
+        f"{env.num_chance_outcomes} chance outcomes"
+      )
     return None
 
 
@@ -82,6 +87,7 @@ class Evaluator:
       players to read the scores against (may be empty).
     format: `format(values) -> str`, a readable table of score + reference.
   """
+
   name: str
   games: Tuple[str, ...]
   score: Callable[[Env, Mapping[str, Policy], jax.Array], Dict[str, float]]
@@ -119,8 +125,7 @@ def _split_arg(spec: str, bot: Bot) -> Optional[int]:
   try:
     value = int(text)
   except ValueError:
-    raise ValueError(f"opponent {spec!r}: {bot.arg} must be an integer, "
-                     f"got {text!r}") from None
+    raise ValueError(f"opponent {spec!r}: {bot.arg} must be an integer, got {text!r}") from None
   if value < 1:
     raise ValueError(f"opponent {spec!r}: {bot.arg} must be >= 1, got {value}")
   return value

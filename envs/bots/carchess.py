@@ -70,5 +70,11 @@ def greedy_policy(game: Carchess, extra_steps: int = 4) -> SinglePolicy:
   return policy
 
 
-register_bot(Bot("greedy", lambda env: per_game(greedy_policy(env.game)),
-                 games=("carchess",), needs="a one-round lookahead heuristic"))
+register_bot(
+  Bot(
+    "greedy",
+    lambda env: per_game(greedy_policy(env.game)),
+    games=("carchess",),
+    needs="a one-round lookahead heuristic",
+  )
+)

@@ -20,6 +20,7 @@ from envs.bots import Bot, register_bot
 from envs.core import Env
 from envs.einstein import NUM_PIECES, SIZE, Einstein, EinsteinState, selectable, view_squares
 from envs.policy import Policy, per_game
+
 Evaluation = Callable[[EinsteinState, jax.Array], jax.Array]
 MAX_BRANCHING = 6  # two selectable pieces with three moves each
 
@@ -49,13 +50,13 @@ def race_evaluation(g: EinsteinState, player: jax.Array) -> jax.Array:
 def legal_actions(game: Einstein, g: EinsteinState):
   """The legal actions of decision state `g`: int32 `[6]` (padded with 0)
   and a bool `[6]` validity mask."""
-  (idx,) = jnp.nonzero(game.legal_action_mask(g), size=MAX_BRANCHING,
-                       fill_value=-1)
+  (idx,) = jnp.nonzero(game.legal_action_mask(g), size=MAX_BRANCHING, fill_value=-1)
   return jnp.maximum(idx, 0).astype(jnp.int32), idx >= 0
 
 
-def expectiminimax_values(game: Einstein, g: EinsteinState, depth: int,
-                          evaluate: Evaluation = race_evaluation):
+def expectiminimax_values(
+  game: Einstein, g: EinsteinState, depth: int, evaluate: Evaluation = race_evaluation
+):
   """Expectiminimax values of the moves of decision state `g` (unbatched).
 
   Args:
@@ -79,8 +80,7 @@ def expectiminimax_values(game: Einstein, g: EinsteinState, depth: int,
     if left == 0:
       value = evaluate(h, root)
     else:
-      rolls = jax.vmap(lambda face: game.apply_chance(h, face)[0])(
-          jnp.arange(NUM_PIECES))
+      rolls = jax.vmap(lambda face: game.apply_chance(h, face)[0])(jnp.arange(NUM_PIECES))
       value = jnp.mean(jax.vmap(lambda r: decision(r, left))(rolls))
     return jnp.where(h.winner >= 0, won, value)
 
@@ -98,8 +98,9 @@ def expectiminimax_values(game: Einstein, g: EinsteinState, depth: int,
   return children(g, depth)
 
 
-def make_expectiminimax_policy(env: Env, depth: int = 2,
-                               evaluate: Evaluation = race_evaluation) -> Policy:
+def make_expectiminimax_policy(
+  env: Env, depth: int = 2, evaluate: Evaluation = race_evaluation
+) -> Policy:
   """A batched expectiminimax policy searching `depth` moves (see module doc).
 
   Raises:
@@ -119,6 +120,13 @@ def make_expectiminimax_policy(env: Env, depth: int = 2,
   return per_game(at_decision)
 
 
-register_bot(Bot("expectiminimax", make_expectiminimax_policy, games=("einstein",),
-                 needs="a game with an expectiminimax evaluation", arg="depth",
-                 default=2))
+register_bot(
+  Bot(
+    "expectiminimax",
+    make_expectiminimax_policy,
+    games=("einstein",),
+    needs="a game with an expectiminimax evaluation",
+    arg="depth",
+    default=2,
+  )
+)

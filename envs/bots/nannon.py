@@ -33,30 +33,44 @@ def exact_scores(env: Env, policies: Mapping[str, Policy], key: jax.Array) -> Di
     table = policy_table(env, policy, key)
     for opponent in ("optimal", "random"):
       out[f"{name}_vs_{opponent}"] = nannon_solver.exact_win_probability(
-          table, opponent, env).win_probability
+        table, opponent, env
+      ).win_probability
   return out
 
 
 def reference(env: Env) -> Dict[str, float]:
   """The optimal player's exact win probability against random."""
-  return {"optimal_vs_random": nannon_solver.exact_win_probability(
-      nannon_solver.solve(env).policy, "random", env).win_probability}
+  return {
+    "optimal_vs_random": nannon_solver.exact_win_probability(
+      nannon_solver.solve(env).policy, "random", env
+    ).win_probability
+  }
 
 
 def format_exact(e: Mapping[str, float]) -> str:
   lines = ["exact win probability (nannon solver)   vs optimal   vs random"]
   labels = {"greedy": "greedy network policy", "search": "search policy table"}
-  names = [k[:-len("_vs_optimal")] for k in e if k.endswith("_vs_optimal")]
+  names = [k[: -len("_vs_optimal")] for k in e if k.endswith("_vs_optimal")]
   for name in names:
-    lines.append(f"  {labels.get(name, name):38}{e[f'{name}_vs_optimal']:.4f}"
-                 f"       {e[f'{name}_vs_random']:.4f}")
+    lines.append(
+      f"  {labels.get(name, name):38}{e[f'{name}_vs_optimal']:.4f}"
+      f"       {e[f'{name}_vs_random']:.4f}"
+    )
   if "optimal_vs_random" in e:
-    lines.append(f"  (optimal player: 0.5000 vs optimal, {e['optimal_vs_random']:.4f}"
-                 " vs random)")
+    lines.append(f"  (optimal player: 0.5000 vs optimal, {e['optimal_vs_random']:.4f} vs random)")
   return "\n".join(lines)
 
 
-register_bot(Bot("optimal", lambda env: per_game(nannon_solver.optimal_policy(env)),
-                 games=("nannon",), needs="a game with an exact solver"))
-register_evaluator(Evaluator("exact", games=("nannon",), score=exact_scores,
-                             reference=reference, format=format_exact))
+register_bot(
+  Bot(
+    "optimal",
+    lambda env: per_game(nannon_solver.optimal_policy(env)),
+    games=("nannon",),
+    needs="a game with an exact solver",
+  )
+)
+register_evaluator(
+  Evaluator(
+    "exact", games=("nannon",), score=exact_scores, reference=reference, format=format_exact
+  )
+)

@@ -76,13 +76,12 @@ def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
     a = uniform_legal_action(mask, sub)
     g2, r = jax.vmap(game.apply_action)(g, a)
     g = jax.tree.map(
-        lambda new, old: jnp.where(live.reshape((-1,) + (1,) * (new.ndim - 1)),
-                                   new, old), g2, g)
+      lambda new, old: jnp.where(live.reshape((-1,) + (1,) * (new.ndim - 1)), new, old), g2, g
+    )
     return g, total + jnp.where(live[:, None], r, 0.0), k, n + 1
 
   zeros = jnp.zeros((batch, env.num_players), jnp.float32)
-  _, total, _, _ = jax.lax.while_loop(cond, body,
-                                      (state.game, zeros, key, jnp.int32(0)))
+  _, total, _, _ = jax.lax.while_loop(cond, body, (state.game, zeros, key, jnp.int32(0)))
   value = jnp.take_along_axis(total, mover[:, None], -1)[:, 0]
   return jnp.where(state.done, 0.0, value)
 
@@ -101,8 +100,7 @@ def _legal_logits(valid: jax.Array) -> jax.Array:
   return jnp.where(valid, 0.0, -1e9)
 
 
-def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth,
-                         *, uct_c: float) -> jax.Array:
+def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth, *, uct_c: float) -> jax.Array:
   """mctx interior/root selection by UCB1 on one unbatched tree: unvisited
   legal children first (random order), else argmax of
   `Q + uct_c * sqrt(log N / n)` over legal children."""
@@ -118,8 +116,9 @@ def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth,
   return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
 
 
-def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
-                max_legal_actions: Optional[int] = None) -> Policy:
+def mcts_policy(
+  env: Env, num_simulations: int = 64, uct_c: float = 2.0, max_legal_actions: Optional[int] = None
+) -> Policy:
   """`policy(states [B], key) -> actions [B]`: UCT with random rollouts on the
   true game, `num_simulations` simulations per move, exploration `uct_c`.
 
@@ -133,13 +132,13 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
   if num_simulations < 1:
     raise ValueError(f"mcts: num_simulations must be >= 1, got {num_simulations}")
   if env.num_players != 2 or env.payoff != "zero_sum":
-    raise ValueError(f"mcts: needs a two-player zero-sum env, got {env.id} "
-                     f"({env.num_players} players, payoff {env.payoff})")
-  slots = max_legal_actions or getattr(env.game, "max_legal_actions",
-                                       env.num_actions)
+    raise ValueError(
+      f"mcts: needs a two-player zero-sum env, got {env.id} "
+      f"({env.num_players} players, payoff {env.payoff})"
+    )
+  slots = max_legal_actions or getattr(env.game, "max_legal_actions", env.num_actions)
   if not 1 <= slots <= env.num_actions:
-    raise ValueError(f"mcts: max_legal_actions must be in 1..{env.num_actions}, "
-                     f"got {slots}")
+    raise ValueError(f"mcts: max_legal_actions must be in 1..{env.num_actions}, got {slots}")
 
   def recurrent_fn(params, key, slot, state: State):
     del params
@@ -147,16 +146,15 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
     action = jnp.take_along_axis(actions, slot[:, None], -1)[:, 0]
     mover = state.current_player
     nxt = jax.vmap(env.step)(state, action)
-    reward = jnp.take_along_axis(nxt.rewards, jnp.maximum(mover, 0)[:, None],
-                                 -1)[:, 0]
+    reward = jnp.take_along_axis(nxt.rewards, jnp.maximum(mover, 0)[:, None], -1)[:, 0]
     # A finished game (absorbing) gives nothing more.
     reward = jnp.where(state.done, 0.0, reward)
     value = rollout_value(env, nxt, key)
     discount = jnp.where(nxt.done, 0.0, -1.0)
     _, valid = legal_slots(nxt.legal_action_mask, slots)
     out = mctx.RecurrentFnOutput(
-        reward=reward, discount=discount, prior_logits=_legal_logits(valid),
-        value=value)
+      reward=reward, discount=discount, prior_logits=_legal_logits(valid), value=value
+    )
     return out, nxt
 
   def select(rng_key, tree, node_index, depth=0):
@@ -166,13 +164,18 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
     k_root, k_search, k_tie = jax.random.split(key, 3)
     actions, valid = legal_slots(state.legal_action_mask, slots)
     root = mctx.RootFnOutput(
-        prior_logits=_legal_logits(valid),
-        value=rollout_value(env, state, k_root), embedding=state)
+      prior_logits=_legal_logits(valid), value=rollout_value(env, state, k_root), embedding=state
+    )
     tree = mctx.search(
-        params=None, rng_key=k_search, root=root, recurrent_fn=recurrent_fn,
-        root_action_selection_fn=select, interior_action_selection_fn=select,
-        num_simulations=num_simulations,
-        invalid_actions=~valid)
+      params=None,
+      rng_key=k_search,
+      root=root,
+      recurrent_fn=recurrent_fn,
+      root_action_selection_fn=select,
+      interior_action_selection_fn=select,
+      num_simulations=num_simulations,
+      invalid_actions=~valid,
+    )
     # Most visited; ties (common with few simulations) go to the higher Q,
     # then at random: the lowest index would favour one side's back pieces.
     root = jnp.zeros(state.current_player.shape, jnp.int32)
@@ -186,11 +189,16 @@ def mcts_policy(env: Env, num_simulations: int = 64, uct_c: float = 2.0,
 
 
 def deterministic_two_player_zero_sum(env: Env) -> bool:
-  return (env.num_players == 2 and env.payoff == "zero_sum"
-          and env.num_chance_outcomes == 1)
+  return env.num_players == 2 and env.payoff == "zero_sum" and env.num_chance_outcomes == 1
 
 
-register_bot(Bot("mcts", lambda env, sims: mcts_policy(env, num_simulations=sims),
-                 needs="a deterministic two-player zero-sum game (e.g. breakthrough)",
-                 applies=deterministic_two_player_zero_sum,
-                 arg="simulations", default=64))
+register_bot(
+  Bot(
+    "mcts",
+    lambda env, sims: mcts_policy(env, num_simulations=sims),
+    needs="a deterministic two-player zero-sum game (e.g. breakthrough)",
+    applies=deterministic_two_player_zero_sum,
+    arg="simulations",
+    default=64,
+  )
+)
