@@ -48,12 +48,24 @@ never hard-coded: it lives in the per-node relative player, so no discount of -1
 needed. With a model that strictly alternates two players and never predicts
 chance or terminal, this search makes exactly the choices of
 `mctx.muzero_policy` with discount -1 (tested).
+
+Gumbel root (`config.root="gumbel"`). The root runs Gumbel MuZero's
+sequential halving (`mctx.gumbel_muzero_policy`, Danihelka et al. 2022) over
+Gumbel-perturbed logits of its legal actions, and every interior choice node
+uses Gumbel MuZero's deterministic rule on the completed Q seen from its
+mover's side (the sign rule above); chance and terminal nodes stay as
+described. The move is the sequential-halving winner and the policy target
+`softmax(logits + sigma(completed Q))`. No root Dirichlet noise: the Gumbel
+draw is the exploration, scaled by `gumbel_scale * temperature`. With the
+alternating model above it makes exactly the choices of
+`mctx.gumbel_muzero_policy` with discount -1 for the same key (tested).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import numbers
 from typing import Optional, Union
 
@@ -67,6 +79,7 @@ from anakin_mz.types import ModelOutput, Params, RecurrentFn
 _PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
+_ROOTS = ("puct", "gumbel")
 
 # Node kinds stored in `_Node.kind`.
 _CHOICE = 0
@@ -93,6 +106,31 @@ class SearchConfig:
       Dirichlet of that subset, so True is exact AlphaZero noise.)
     pb_c_init: c_1 of the MuZero PUCT formula.
     pb_c_base: c_2 of the MuZero PUCT formula.
+    root: "puct" (the root and every choice node use PUCT, with the root
+      Dirichlet noise; the move is drawn from the visit counts) or "gumbel"
+      (Gumbel MuZero, `mctx.gumbel_muzero_policy`: sequential halving over
+      Gumbel-perturbed logits at the root; every interior choice node uses
+      Gumbel MuZero's deterministic rule `argmax(softmax(logits + sigma(Q)) -
+      visits / (1 + sum visits))` on the completed Q seen from its mover's
+      side; chance and terminal nodes are unchanged). With "gumbel" the root
+      Dirichlet settings and pb_c_init / pb_c_base are not used: the Gumbel
+      draw is the root exploration.
+    max_num_considered_actions: (gumbel) m, the actions sequential halving
+      starts with (fewer where fewer are legal). Must not exceed
+      num_simulations: with n < m simulations mctx visits only n of them, the
+      same search as m = n, so a larger m is refused rather than truncated.
+    gumbel_scale: (gumbel) scale of the root Gumbel noise; 0 makes the search
+      deterministic (mctx's setting for evaluation). The noise actually used
+      is `gumbel_scale * temperature` (see `ndmz_search`).
+    completed_q_value_scale: (gumbel) c_scale of sigma(q) = (c_visit +
+      max visits) * c_scale * q, mctx's `value_scale`.
+    completed_q_maxvisit_init: (gumbel) c_visit above, mctx's `maxvisit_init`.
+    completed_q_rescale_values: (gumbel) min-max rescale the completed Q to
+      [0, 1] before sigma (mctx's `rescale_values`).
+    completed_q_use_mixed_value: (gumbel) unvisited actions get the mixed
+      value (raw value and the prior-weighted visited Q, Appendix D of the
+      Gumbel MuZero paper) rather than the raw value (mctx's
+      `use_mixed_value`).
     identity_mode: "sample" (roulette wheel on the identity head, the NDMZ
       paper) or "argmax" (the thesis).
     chance_mode: "sample" (draw the child from the chance policy) or
@@ -112,6 +150,13 @@ class SearchConfig:
   dirichlet_legal_only: bool = False
   pb_c_init: float = 1.25
   pb_c_base: float = 19652.0
+  root: str = "puct"
+  max_num_considered_actions: int = 16
+  gumbel_scale: float = 1.0
+  completed_q_value_scale: float = 0.1
+  completed_q_maxvisit_init: float = 50.0
+  completed_q_rescale_values: bool = True
+  completed_q_use_mixed_value: bool = True
   identity_mode: str = "sample"
   chance_mode: str = "sample"
   terminal_nodes: bool = True
@@ -136,6 +181,44 @@ class SearchConfig:
       raise ValueError(f"discount must be in (0, 1], got {self.discount!r}")
     if not self.pb_c_base > 0:
       raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base!r}")
+    self._check_root()
+
+  def _check_root(self):
+    """The root rule and the Gumbel knobs (checked whatever the root is, so
+    a typo never waits for the day the Gumbel root is switched on)."""
+    if self.root not in _ROOTS:
+      raise ValueError(f"root must be one of {_ROOTS}, got {self.root!r}")
+    m = self.max_num_considered_actions
+    if not _is_int(m) or m < 1:
+      raise ValueError(f"max_num_considered_actions must be an int >= 1, got {m!r}")
+    for name, low, strict in (
+      ("gumbel_scale", 0.0, False),
+      ("completed_q_value_scale", 0.0, True),
+      ("completed_q_maxvisit_init", 0.0, False),
+    ):
+      value = getattr(self, name)
+      ok = (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > low if strict else value >= low)
+      )
+      if not ok:
+        raise ValueError(
+          f"{name} must be a finite number {'>' if strict else '>='} {low}, got {value!r}"
+        )
+    for name in ("completed_q_rescale_values", "completed_q_use_mixed_value"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+    if self.root == "gumbel" and m > self.num_simulations:
+      raise ValueError(
+        f"root 'gumbel' with num_simulations={self.num_simulations} below "
+        f"max_num_considered_actions={m}: sequential halving would visit "
+        f"only {self.num_simulations} of the {m} considered actions (mctx "
+        "silently searches as if m were num_simulations); set "
+        f"max_num_considered_actions <= {self.num_simulations} or raise "
+        "num_simulations"
+      )
 
 
 @chex.dataclass(frozen=True)
@@ -143,10 +226,14 @@ class SearchOutput:
   """Result of `ndmz_search` for a batch of B roots.
 
   Attributes:
-    action: `[B]` int32 player action, drawn from the root visit counts with
-      the temperature (greedy at temperature 0).
-    action_weights: `[B, A]` root visit distribution over the legal actions
-      (the policy target).
+    action: `[B]` int32 player action. PUCT root: drawn from the root visit
+      counts with the temperature (greedy at temperature 0). Gumbel root: the
+      sequential-halving winner, the argmax of `gumbel + logits + sigma(Q)`
+      over the most visited legal actions.
+    action_weights: `[B, A]` the policy target. PUCT root: the root visit
+      distribution over the legal actions. Gumbel root: the completed-Q
+      policy `softmax(logits + sigma(completed Q))` over the legal actions
+      (mctx's `action_weights`; no noise in it).
     root_value: `[B]` search value of the root, root mover's POV.
     search_tree: the `mctx.Tree`, `S = max(A, C)` slots per node, all values
       root mover's POV with discount `config.discount`.
@@ -187,7 +274,8 @@ def ndmz_search(
   Args:
     params: forwarded to `recurrent_fn`.
     rng_key: consumed. Split like `mctx.muzero_policy` (action, Dirichlet,
-      search).
+      search) with the PUCT root, like `mctx.gumbel_muzero_policy` (search,
+      Gumbel) with the Gumbel root.
     root: h then f at the roots. `policy_logits` `[B, A]`, `value` `[B]`
       (root mover's POV), `chance_logits` `[B, C]` (gives C), `embedding`
       `[B, ...]`. `root.reward` and `root.identity_logits` are ignored: the
@@ -200,9 +288,15 @@ def ndmz_search(
     num_players: P, the number of (choice) players of the game.
     payoff: "single", "zero_sum" or "collaborative".
     config: a `SearchConfig`.
-    temperature: scalar or `[B]`; the action is drawn with probabilities
-      proportional to `visits ** (1 / temperature)`; 0 is greedy (most visits,
-      ties broken by the root prior, then the first).
+    temperature: scalar or `[B]`. PUCT root: the action is drawn with
+      probabilities proportional to `visits ** (1 / temperature)`; 0 is greedy
+      (most visits, ties broken by the root prior, then the first). Gumbel
+      root: it scales the root Gumbel noise, `gumbel_scale * temperature`
+      (values <= 0 count as 0). By the Gumbel-max trick the actions considered
+      are then drawn without replacement from `softmax(logits / temperature)`,
+      the same sharpening temperature means for the PUCT root; 1 is
+      `mctx.gumbel_muzero_policy` exactly, 0 is its deterministic evaluation
+      setting (`gumbel_scale=0`): every move is then greedy.
 
   Returns:
     A `SearchOutput`.
@@ -232,9 +326,24 @@ def ndmz_search(
   num_slots = max(num_actions, num_outcomes)
   flip_opponents = payoff == "zero_sum"
 
-  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   legal = legal_action_mask.astype(bool)
   invalid = jnp.logical_not(legal)
+  if config.root == "gumbel":
+    return _gumbel_search(
+      params,
+      rng_key,
+      root,
+      recurrent_fn,
+      legal,
+      num_actions=num_actions,
+      num_outcomes=num_outcomes,
+      num_slots=num_slots,
+      num_players=num_players,
+      flip_opponents=flip_opponents,
+      config=config,
+      temperature=temperature,
+    )
+  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
   # Root prior: the same noise scheme as mctx.muzero_policy, then padded.
   probs = jax.nn.softmax(root.policy_logits)
@@ -388,15 +497,22 @@ def _select(
   visits = tree.children_visits[node_index]
   probs = jax.nn.softmax(tree.children_prior_logits[node_index])
 
-  # Choice node: mctx.muzero_action_selection on the mover's Q.
-  node_visit = tree.node_visits[node_index]
-  pb_c = config.pb_c_init + jnp.log((node_visit + config.pb_c_base + 1.0) / config.pb_c_base)
-  policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
   sign = mover_sign(player, flip_opponents)
-  value_score = _normalized_mover_q(tree, node_index, sign)
-  noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
-  choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0, slots >= num_actions)
-  choice_slot = _masked_argmax(value_score + policy_score + noise, choice_invalid)
+  if config.root == "gumbel":
+    # Gumbel MuZero's interior rule on the mover's completed Q (only interior
+    # nodes come here: the Gumbel root has `_gumbel_root_select`).
+    choice_slot = _gumbel_interior_slot(
+      tree, node_index, sign, num_actions=num_actions, config=config
+    )
+  else:
+    # Choice node: mctx.muzero_action_selection on the mover's Q.
+    node_visit = tree.node_visits[node_index]
+    pb_c = config.pb_c_init + jnp.log((node_visit + config.pb_c_base + 1.0) / config.pb_c_base)
+    policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
+    value_score = _normalized_mover_q(tree, node_index, sign)
+    noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
+    choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0, slots >= num_actions)
+    choice_slot = _masked_argmax(value_score + policy_score + noise, choice_invalid)
 
   chance_invalid = slots >= num_outcomes
   if config.chance_mode == "sample":
@@ -426,6 +542,142 @@ def mover_sign(player, flip_opponents):
   return jnp.where(flip_opponents & (player != 0), -1.0, 1.0)
 
 
+def _gumbel_search(
+  params,
+  rng_key,
+  root: ModelOutput,
+  recurrent_fn,
+  legal,
+  *,
+  num_actions,
+  num_outcomes,
+  num_slots,
+  num_players,
+  flip_opponents,
+  config,
+  temperature,
+) -> SearchOutput:
+  """`ndmz_search` with the Gumbel root (`mctx.gumbel_muzero_policy`'s root,
+  its key split, action and policy target; NDMZ nodes below the root)."""
+  invalid = jnp.logical_not(legal)
+  search_key, gumbel_key = jax.random.split(rng_key)
+  prior = _mask_invalid_actions(root.policy_logits, invalid)  # [B, A]
+  # temperature scales the noise: argmax(logits + T g) = argmax(logits / T +
+  # g) draws from softmax(logits / T) (no Dirichlet noise: this replaces it).
+  scale = float(config.gumbel_scale) * jnp.maximum(jnp.asarray(temperature, prior.dtype), 0.0)
+  gumbel = scale[..., None] * jax.random.gumbel(gumbel_key, shape=prior.shape, dtype=prior.dtype)
+  batch_size = prior.shape[0]
+  zeros_b = jnp.zeros((batch_size,), jnp.int32)
+  mctx_root = mctx.RootFnOutput(
+    prior_logits=_pad(prior, num_slots),
+    value=root.value,
+    embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE, player=zeros_b),
+  )
+  wrapped_recurrent_fn = functools.partial(
+    _recurrent,
+    recurrent_fn=recurrent_fn,
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    num_slots=num_slots,
+    num_players=num_players,
+    config=config,
+  )
+  tree = mctx.search(
+    params=params,
+    rng_key=search_key,
+    root=mctx_root,
+    recurrent_fn=wrapped_recurrent_fn,
+    root_action_selection_fn=functools.partial(
+      _gumbel_root_select, num_actions=num_actions, config=config
+    ),
+    interior_action_selection_fn=functools.partial(
+      _select,
+      num_actions=num_actions,
+      num_outcomes=num_outcomes,
+      flip_opponents=flip_opponents,
+      config=config,
+    ),
+    num_simulations=config.num_simulations,
+    max_depth=config.max_depth,
+    invalid_actions=_pad(invalid.astype(prior.dtype), num_slots, 1.0),
+    extra_data=_pad(gumbel, num_slots, 0.0),
+  )
+
+  # The root is relative player 0: its completed Q needs no sign.
+  completed_q = jax.vmap(
+    functools.partial(_completed_mover_q, sign=1.0, num_actions=num_actions, config=config),
+    in_axes=(0, None),
+  )(tree, tree.ROOT_INDEX)
+  visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions]
+  considered_visit = jnp.max(visits, axis=-1, keepdims=True)
+  to_argmax = _score_considered(considered_visit, gumbel, prior, completed_q, visits)
+  # A row with no legal action: action 0 (every score is -inf).
+  action = jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax), axis=-1).astype(jnp.int32)
+  # The completed-Q policy target; uniform where no action is legal (every
+  # masked logit is then the same), like the PUCT root's.
+  action_weights = jax.nn.softmax(_mask_invalid_actions(prior + completed_q, invalid))
+  return SearchOutput(
+    action=action,
+    action_weights=action_weights,
+    root_value=tree.node_values[:, tree.ROOT_INDEX],
+    search_tree=tree,
+  )
+
+
+def _gumbel_root_select(rng_key, tree: mctx.Tree, node_index, *, num_actions, config):
+  """mctx.gumbel_muzero_root_action_selection (sequential halving with
+  Gumbel) on the root's choice slots."""
+  del rng_key
+  visits = tree.children_visits[node_index, :num_actions]
+  logits = tree.children_prior_logits[node_index, :num_actions]
+  invalid = tree.root_invalid_actions[:num_actions]
+  completed_q = _completed_mover_q(tree, node_index, 1.0, num_actions=num_actions, config=config)
+  table = jnp.array(
+    _table_of_considered_visits(config.max_num_considered_actions, config.num_simulations)
+  )
+  num_valid = jnp.sum(1 - invalid).astype(jnp.int32)
+  num_considered = jnp.minimum(config.max_num_considered_actions, num_valid)
+  # At the root the simulation index is the sum of the visit counts.
+  considered_visit = table[num_considered, jnp.sum(visits)]
+  to_argmax = _score_considered(
+    considered_visit, tree.extra_data[:num_actions], logits, completed_q, visits
+  )
+  return _masked_argmax(to_argmax, invalid > 0)
+
+
+def _gumbel_interior_slot(tree: mctx.Tree, node_index, sign, *, num_actions, config):
+  """mctx.gumbel_muzero_interior_action_selection on the mover's completed
+  Q: the visits follow softmax(logits + sigma(Q)). Padded slots (>= A) are
+  left out."""
+  visits = tree.children_visits[node_index, :num_actions]
+  logits = tree.children_prior_logits[node_index, :num_actions]
+  completed_q = _completed_mover_q(tree, node_index, sign, num_actions=num_actions, config=config)
+  probs = jax.nn.softmax(logits + completed_q)
+  to_argmax = probs - visits / (1 + jnp.sum(visits, keepdims=True, axis=-1))
+  return jnp.argmax(to_argmax, axis=-1).astype(jnp.int32)
+
+
+def _completed_mover_q(tree: mctx.Tree, node_index, sign, *, num_actions, config):
+  """mctx.qtransform_completed_by_mix_value on sign * Q over the A choice
+  slots (root POV -> mover POV, as `_normalized_mover_q`): sigma(completed
+  Q) `[A]`."""
+  qvalues = sign * tree.qvalues(node_index)[:num_actions]
+  visits = tree.children_visits[node_index, :num_actions]
+  raw_value = sign * tree.raw_values[node_index]
+  prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index, :num_actions])
+  if config.completed_q_use_mixed_value:
+    value = _mixed_value(raw_value, qvalues, visits, prior_probs)
+  else:
+    value = raw_value
+  completed = jnp.where(visits > 0, qvalues, value)
+  if config.completed_q_rescale_values:
+    low = jnp.min(completed, axis=-1, keepdims=True)
+    high = jnp.max(completed, axis=-1, keepdims=True)
+    completed = (completed - low) / jnp.maximum(high - low, 1e-8)
+  visit_scale = float(config.completed_q_maxvisit_init) + jnp.max(visits)
+  return visit_scale * float(config.completed_q_value_scale) * completed
+
+
 def _normalized_mover_q(tree: mctx.Tree, node_index, sign):
   """qtransform_by_parent_and_siblings on sign * Q (root POV -> mover POV)."""
   qvalues = sign * tree.qvalues(node_index)
@@ -436,6 +688,10 @@ def _normalized_mover_q(tree: mctx.Tree, node_index, sign):
   max_value = jnp.maximum(node_value, jnp.max(safe_qvalues, axis=-1))
   completed_by_min = jnp.where(visits > 0, qvalues, min_value)
   return (completed_by_min - min_value) / jnp.maximum(max_value - min_value, 1e-8)
+
+
+def _is_int(x):
+  return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def _masked_argmax(to_argmax, invalid):
@@ -472,6 +728,60 @@ def _mask_invalid_actions(logits, invalid_actions):
 
 def _logits_from_probs(probs):
   return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+
+
+# mctx's private Gumbel MuZero helpers (qtransforms._compute_mixed_value,
+# seq_halving), copied with the same math so that the Gumbel root matches
+# mctx.gumbel_muzero_policy exactly (tested against mctx's own).
+def _mixed_value(raw_value, qvalues, visit_counts, prior_probs):
+  """Raw value mixed with the prior-weighted Q of the visited actions."""
+  sum_visit_counts = jnp.sum(visit_counts, axis=-1)
+  # Non-NaN weighted Q even where visited actions have zero prior.
+  prior_probs = jnp.maximum(jnp.finfo(prior_probs.dtype).tiny, prior_probs)
+  sum_probs = jnp.sum(jnp.where(visit_counts > 0, prior_probs, 0.0), axis=-1)
+  weighted_q = jnp.sum(
+    jnp.where(
+      visit_counts > 0, prior_probs * qvalues / jnp.where(visit_counts > 0, sum_probs, 1.0), 0.0
+    ),
+    axis=-1,
+  )
+  return (raw_value + sum_visit_counts * weighted_q) / (sum_visit_counts + 1)
+
+
+def _score_considered(considered_visit, gumbel, logits, completed_qvalues, visit_counts):
+  """gumbel + logits + sigma(Q) where visits == considered_visit, else -inf
+  (-1e9 floor: an action with a finfo.min logit can still be picked alone)."""
+  logits = logits - jnp.max(logits, keepdims=True, axis=-1)
+  penalty = jnp.where(visit_counts == considered_visit, 0, -jnp.inf)
+  return jnp.maximum(-1e9, gumbel + logits + completed_qvalues) + penalty
+
+
+def _sequence_of_considered_visits(max_num_considered_actions, num_simulations):
+  """Sequential halving as a visit count per simulation: simulation i goes
+  to the best-scored considered action that has exactly sequence[i] visits."""
+  if max_num_considered_actions <= 1:
+    return tuple(range(num_simulations))
+  log2max = int(math.ceil(math.log2(max_num_considered_actions)))
+  sequence = []
+  visits = [0] * max_num_considered_actions
+  num_considered = max_num_considered_actions
+  while len(sequence) < num_simulations:
+    num_extra_visits = max(1, int(num_simulations / (log2max * num_considered)))
+    for _ in range(num_extra_visits):
+      sequence.extend(visits[:num_considered])
+      for i in range(num_considered):
+        visits[i] += 1
+    num_considered = max(2, num_considered // 2)
+  return tuple(sequence[:num_simulations])
+
+
+@functools.lru_cache(maxsize=None)
+def _table_of_considered_visits(max_num_considered_actions, num_simulations):
+  """`[m + 1, num_simulations]`: row k is the sequence for k legal actions."""
+  return tuple(
+    _sequence_of_considered_visits(m, num_simulations)
+    for m in range(max_num_considered_actions + 1)
+  )
 
 
 def _add_dirichlet_noise(rng_key, probs, *, dirichlet_alpha, dirichlet_fraction, legal=None):
