@@ -660,7 +660,9 @@ def _gumbel_interior_slot(tree: mctx.Tree, node_index, sign, *, num_actions, con
 def _completed_mover_q(tree: mctx.Tree, node_index, sign, *, num_actions, config):
   """mctx.qtransform_completed_by_mix_value on sign * Q over the A choice
   slots (root POV -> mover POV, as `_normalized_mover_q`): sigma(completed
-  Q) `[A]`."""
+  Q) `[A]`. As in mctx, the root's illegal actions take part (unvisited, they
+  hold the mixed value); the padded slots (>= A) do not, so the result does
+  not depend on C."""
   qvalues = sign * tree.qvalues(node_index)[:num_actions]
   visits = tree.children_visits[node_index, :num_actions]
   raw_value = sign * tree.raw_values[node_index]
