@@ -196,7 +196,8 @@ def train(
     if meta.get("num_devices", num_devices) != num_devices:
       raise ValueError(
         f"checkpoint {checkpoint_dir!r} holds {meta['num_devices']} "
-        f"devices' state; this machine has {num_devices}"
+        f"devices' state; this run has {num_devices} (train.py --devices "
+        f"{meta['num_devices']} resumes it)"
       )
     host, _ = ckpt.restore(checkpoint_dir, jax.device_get(state))
     state = jax.tree.map(jnp.asarray, host)

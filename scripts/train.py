@@ -9,6 +9,9 @@ The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
 arguments override it, before or after the options. Numbers may be written
 3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
 
+On CPU the run uses one JAX device per usable core (`--devices auto`; see
+anakin_mz/host.py for the measurement), `--devices 1` for one.
+
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 <logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
 A non-finite loss, gradient norm or parameter stops the run with exit code 3,
@@ -24,6 +27,7 @@ import sys
 
 import envs
 from anakin_mz import config as config_lib
+from anakin_mz import host
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -52,7 +56,16 @@ def main(argv=None) -> int:
     help="continue from the latest checkpoint in <logdir>/checkpoints",
   )
   parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+  parser.add_argument(
+    "--devices",
+    default="auto",
+    help="CPU devices: 'auto' (one per usable core, the fastest measured) or N",
+  )
   args = parser.parse_intermixed_args(argv)
+  try:  # before anything starts JAX
+    devices = host.configure(args.devices)
+  except ValueError as e:
+    parser.error(str(e))
 
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
@@ -73,6 +86,8 @@ def main(argv=None) -> int:
   logdir = args.logdir or os.path.join("runs", args.env)
 
   from anakin_mz import run  # after validation: errors come fast
+
+  print(f"devices: {devices}", flush=True)
 
   try:
     result = run.train(

@@ -25,6 +25,8 @@ def _run(*args):
     (["--env=catch", "search.chance_mode=guess"], "chance_mode must be one of"),
     (["--env=catch", "--config=/nonexistent.yaml"], "does not exist"),
     (["--env=catch", "--updates=0"], "--updates must be >= 1"),
+    (["--env=catch", "--devices=0"], "--devices must be 'auto' or an integer >= 1"),
+    (["--env=catch", "--devices=many"], "--devices must be 'auto' or an integer >= 1"),
   ],
 )
 def test_bad_input_is_a_clear_error(args, message):
@@ -46,3 +48,35 @@ def test_unwritable_logdir(tmp_path):
   out = _run("--env=catch", f"--logdir={logdir}", "--no-progress")
   assert out.returncode == 2, out.stdout + out.stderr
   assert "logdir" in out.stderr and logdir in out.stderr
+
+
+HOST_DEVICES = r"""
+import sys
+from anakin_mz import host
+print(host.configure(sys.argv[1]))
+import jax
+print("count", jax.local_device_count())
+try:
+  host.configure(1)
+except ValueError as e:
+  print("late:", e)
+"""
+
+
+@pytest.mark.parametrize("devices,count", [("auto", None), ("3", 3)])
+def test_host_devices(devices, count):
+  from anakin_mz import host
+
+  out = subprocess.run(
+    [sys.executable, "-c", HOST_DEVICES, devices],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    cwd=ROOT,
+    env=dict(os.environ, JAX_PLATFORMS="cpu"),
+  )
+  assert out.returncode == 0, out.stderr
+  expected = count or host.usable_cores()
+  assert f"count {expected}" in out.stdout, out.stdout
+  assert f"{expected} CPU device(s)" in out.stdout
+  assert "late: cannot set 1 CPU devices: JAX has already started" in out.stdout
