@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import TERMINAL, Game
+from envs.core import TERMINAL, Game, materialize
 from envs.registry import register
 
 EMPTY, BLACK, WHITE = 0, 1, 2  # cell values; player p's pieces are p + 1
@@ -120,6 +120,8 @@ class Breakthrough(Game):
 
   num_players = 2
   num_chance_outcomes = 1
+  max_chance_run = 0  # chance never acts
+  chance_run_exact = True
 
   @classmethod
   def validate_params(cls, params):
@@ -134,6 +136,7 @@ class Breakthrough(Game):
     self._dst = jnp.asarray(t["dst"])
     self._dst_row = jnp.asarray(t["dst"] // self.columns)
     self._on_board = t["on_board"]  # numpy: read by action_to_string
+    self._straight = t["straight"]
 
   @property
   def rows(self) -> int:
@@ -195,21 +198,15 @@ class Breakthrough(Game):
     return jnp.where(g.winner >= 0, TERMINAL, g.player).astype(jnp.int32)
 
   def legal_action_mask(self, g: BreakthroughState) -> jax.Array:
-    # Shifted boards in the mover's frame, not a gather over all actions:
-    # several times faster.
-    rows, cols = self.rows, self.columns
-    board = view_board(g.board, g.player)
-    mine = board == (g.player + 1).astype(jnp.int8)
-    pad = lambda x: jnp.pad(x, 1)  # off the board reads as False
-    empty = pad(board == EMPTY)
-    opp = pad(board == (2 - g.player).astype(jnp.int8))
-    planes = []
-    for dc in MOVE_COL:  # forward is row + 1 in the frame
-      window = (slice(2, 2 + rows), slice(1 + dc, 1 + dc + cols))
-      onto = (empty[window] | opp[window]) if dc else empty[window]
-      planes.append(mine & onto)
-    # [rows, columns, move], flattened in the action order.
-    return jnp.stack(planes, axis=-1).reshape(-1)
+    # Static move tables: the source and target square of every action in
+    # the mover's frame, read from the flat board (a gather with constant
+    # indices, not shifted boards stacked along the short last axis).
+    board, me = materialize(
+      (view_board(g.board, g.player).reshape(-1), (g.player + 1).astype(jnp.int8))
+    )
+    target = board[self._dst]
+    onto = jnp.where(self._straight, target == EMPTY, target != me)
+    return (board[self._src] == me) & onto & self._on_board
 
   def chance_probs(self, g: BreakthroughState) -> jax.Array:
     return jnp.ones((1,), jnp.float32)
@@ -238,10 +235,12 @@ class Breakthrough(Game):
 
   def observe(self, g: BreakthroughState, player: jax.Array) -> jax.Array:
     player = jnp.asarray(player, jnp.int32)
-    board = view_board(g.board, player)
-    mine = board == (player + 1).astype(jnp.int8)
-    theirs = board == (2 - player).astype(jnp.int8)
-    return jnp.stack([mine, theirs, board == EMPTY], axis=-1).astype(jnp.float32)
+    # One broadcast compare against the three plane codes (no stacking
+    # along the short last axis), on a board computed once per game.
+    board, codes = materialize(
+      (view_board(g.board, player), jnp.stack([player + 1, 2 - player, jnp.int32(EMPTY)]))
+    )
+    return (board[..., None] == codes.astype(jnp.int8)).astype(jnp.float32)
 
   def perspective(self, g: BreakthroughState) -> jax.Array:
     # At the end, the side that made the last move.

@@ -56,6 +56,9 @@ class Catch(Game):
 
   num_players = 1
   num_actions = 3
+  max_chance_run = 0  # chance acts only at the start: the ball's drop
+  max_initial_chance_run = 1
+  chance_run_exact = True
 
   @property
   def num_chance_outcomes(self) -> int:

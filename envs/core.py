@@ -34,9 +34,10 @@ GameState = object  # Any pytree of arrays with fixed shapes, owned by a Game.
 
 def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
   """int32 `[...]`: chance outcomes drawn from `state.chance_probs` `[..., C]`,
-  one key for the whole batch. The one chance sampler: `Env.sample_chance`,
-  self-play, matches and the tools all draw through it. Meaningless (but
-  defined) where the state is not a chance node."""
+  one key for the whole batch. Self-play, matches and the tools draw through
+  it; inside `Env.step(..., key)`, `reset` and `sample_chance` each chance
+  node draws by inverse CDF from one uniform (`_inverse_cdf`). Meaningless
+  (but defined) where the state is not a chance node."""
   logits = jnp.log(jnp.maximum(state.chance_probs, 1e-30))
   return jax.random.categorical(key, logits).astype(jnp.int32)
 
@@ -93,6 +94,13 @@ class Game(abc.ABC):
 
   Class attributes:
     name: registry id, e.g. "catch".
+    max_chance_run: how many consecutive chance nodes `Env.step(..., key)`
+      unrolls after a transition (pgx style: selects, no loop under vmap):
+      the longest run that can follow any transition, chance ones included.
+    max_initial_chance_run: the same for `Env.reset`, from `init` (defaults
+      to `max_chance_run`).
+    chance_run_exact: True when no run of chance nodes is ever longer than
+      these bounds; otherwise a `while_loop` samples the (rare) rest.
     version: bump it when the rules or the encodings change, so that old
       checkpoints are rejected.
     payoff: one of `PAYOFF_KINDS`.
@@ -106,6 +114,12 @@ class Game(abc.ABC):
   version: int = 1
   payoff: str = ""
   default_params: Mapping[str, ParamValue] = {}
+  max_chance_run: int = 1
+  chance_run_exact: bool = False
+
+  @property
+  def max_initial_chance_run(self) -> int:
+    return self.max_chance_run
 
   def __init__(self, **params: ParamValue):
     self.params = dict(params)
@@ -261,7 +275,16 @@ class Env:
   def reset(self, key: jax.Array) -> State:
     """`init`, then samples chance until a decision or terminal node."""
     k_init, k_chance = jax.random.split(key)
-    return self.sample_chance(self.init(k_init), k_chance)
+    g, rewards, step_count = self._sample_game_chance(
+      self._game.init(k_init),
+      jnp.int32(0),
+      k_chance,
+      jnp.bool_(True),
+      self._game.max_initial_chance_run,
+    )
+    return self._make_state(
+      g, rewards, step_count, illegal=jnp.bool_(False), truncated=step_count >= self.max_game_length
+    )
 
   def step(self, state: State, action: jax.Array, key: Optional[jax.Array] = None) -> State:
     """Applies one transition, then with `key` samples the chance that follows.
@@ -283,12 +306,17 @@ class Env:
       * an impossible chance outcome (probability 0 or out of range) ends the
         game with `illegal_action` set and zero rewards.
     """
-    state = self._step(state, jnp.asarray(action, jnp.int32))
-    if key is None:
-      return state
-    first_rewards = state.rewards
-    state = self.sample_chance(state, key)
-    return state.replace(rewards=first_rewards + state.rewards)
+    action = jnp.asarray(action, jnp.int32)
+    g, rewards, illegal = self._apply(state, action)
+    step_count = state.step_count + 1
+    if key is not None:
+      # The chance nodes that follow run on the game state alone: the State
+      # (mask, observation, ...) is built once, for the node where they stop.
+      g, chance_rewards, step_count = self._sample_game_chance(
+        g, step_count, key, ~illegal, self._game.max_chance_run
+      )
+      rewards = rewards + chance_rewards
+    return self._finish(state, g, rewards, step_count, illegal)
 
   def sample_chance(self, state: State, key: jax.Array) -> State:
     """Samples chance outcomes with `key` until a decision or terminal node.
@@ -296,20 +324,18 @@ class Env:
     `rewards` of the result is the sum over the sampled transitions (zeros if
     `state` is not a chance node).
     """
-
-    def cond(carry):
-      s, _, _ = carry
-      return s.current_player == CHANCE
-
-    def body(carry):
-      s, k, total = carry
-      k, sub = jax.random.split(k)
-      s = self._step(s, chance_outcome(s, sub))
-      return s, k, total + s.rewards
-
-    zeros = jnp.zeros((self.num_players,), jnp.float32)
-    state, _, total = jax.lax.while_loop(cond, body, (state, key, zeros))
-    return state.replace(rewards=total)
+    game = self._game
+    g, rewards, step_count = self._sample_game_chance(
+      state.game,
+      state.step_count,
+      key,
+      ~state.done,
+      max(game.max_chance_run, game.max_initial_chance_run),
+    )
+    sampled = self._finish(state, g, rewards, step_count, jnp.bool_(False))
+    ran = step_count != state.step_count
+    kept = state.replace(rewards=jnp.zeros_like(state.rewards))
+    return jax.tree.map(lambda n, o: jnp.where(ran, n, o), sampled, kept)
 
   def observe(self, state: State, player: jax.Array) -> jax.Array:
     """float32 `observation_shape`: the observation from `player`'s view."""
@@ -383,9 +409,10 @@ class Env:
     truncated = truncated & ~terminated
     player = jnp.where(truncated, TERMINAL, player)
     decision = player >= 0
+    view = jnp.where(decision, player, game.perspective(g)).astype(jnp.int32)
+    player, view = materialize((player, view))
     mask = game.legal_action_mask(g) & decision
     probs = jnp.where(player == CHANCE, game.chance_probs(g), 0.0)
-    view = jnp.where(decision, player, game.perspective(g)).astype(jnp.int32)
     return State(
       current_player=player,
       legal_action_mask=mask.astype(jnp.bool_),
@@ -409,6 +436,13 @@ class Env:
     return -mine
 
   def _step(self, state: State, action: jax.Array) -> State:
+    """One explicit transition (`step` without a key)."""
+    g, rewards, illegal = self._apply(state, action)
+    return self._finish(state, g, rewards, state.step_count + 1, illegal)
+
+  def _apply(self, state: State, action: jax.Array):
+    """The game part of a transition: (g', rewards, illegal). An illegal
+    action or impossible outcome keeps the old game state."""
     game = self._game
     player = state.current_player
     is_chance = player == CHANCE
@@ -422,22 +456,36 @@ class Env:
 
     safe_action = jnp.clip(action, 0, self.num_actions - 1)
     safe_outcome = jnp.clip(action, 0, self.num_chance_outcomes - 1)
-    g_next, rewards = jax.lax.cond(
-      is_chance,
-      lambda: game.apply_chance(state.game, safe_outcome),
-      lambda: game.apply_action(state.game, safe_action),
-    )
+    if game.max_chance_run == 0 and game.max_initial_chance_run == 0 and game.chance_run_exact:
+      # Chance never acts: no chance branch (under vmap a `cond` runs both).
+      g_next, rewards = game.apply_action(state.game, safe_action)
+    else:
+      g_next, rewards = jax.lax.cond(
+        is_chance,
+        lambda: game.apply_chance(state.game, safe_outcome),
+        lambda: game.apply_action(state.game, safe_action),
+      )
     rewards = rewards.astype(jnp.float32)
 
-    step_count = state.step_count + 1
-    illegal = ~ok
+    illegal = materialize(~ok)  # selects every leaf of the game state
     penalty = jnp.where(
       is_chance, jnp.zeros((self.num_players,)), self._illegal_rewards(jnp.maximum(player, 0))
     )
     rewards = jnp.where(illegal, penalty, rewards)
     g_next = jax.tree.map(lambda new, old: jnp.where(illegal, old, new), g_next, state.game)
+    return g_next, rewards, illegal
+
+  def _finish(
+    self, state: State, g: GameState, rewards: jax.Array, step_count: jax.Array, illegal: jax.Array
+  ) -> State:
+    """The `State` after a transition from `state` to game state `g`: the
+    illegal-action ending and the absorbing done state, as selects (no
+    control flow, so vmap computes nothing twice)."""
+    # The game's scalars and the flags feed every element of the mask and
+    # the observation: compute them once per game (see `materialize`).
+    g, illegal, step_count, done = materialize_small((g, illegal, step_count, state.done))
     new_state = self._make_state(
-      g_next, rewards, step_count, illegal, truncated=step_count >= self.max_game_length
+      g, rewards, step_count, illegal, truncated=step_count >= self.max_game_length
     )
     # Illegal: keep the old board but end the game.
     new_state = new_state.replace(
@@ -448,4 +496,115 @@ class Env:
     )
     # A done state is absorbing with zero rewards.
     done_state = state.replace(rewards=jnp.zeros_like(state.rewards))
-    return jax.tree.map(lambda d, n: jnp.where(state.done, d, n), done_state, new_state)
+    return jax.tree.map(lambda d, n: jnp.where(done, d, n), done_state, new_state)
+
+  def _sample_game_chance(
+    self, g: GameState, step_count: jax.Array, key: jax.Array, active: jax.Array, unroll: int
+  ):
+    """Samples the chance nodes that follow game state `g` (if `active`).
+
+    Each outcome is drawn by inverse CDF from one uniform, so it is always
+    possible. The first `unroll` nodes are unrolled as selects
+    (pgx style: no loop under vmap); a `while_loop` samples any longer run,
+    and is left out where the game declares the bound exact. A run stops at
+    a decision or terminal node or at `max_game_length` transitions.
+
+    Returns (g', float32 `[num_players]` summed rewards, step_count').
+    """
+    game = self._game
+    limit = self.max_game_length
+    total = jnp.zeros((self.num_players,), jnp.float32)
+
+    def chance_step(g, step_count, total, u, active):
+      active = active & (game.current_player(g) == CHANCE) & (step_count < limit)
+      outcome = _inverse_cdf(game.chance_probs(g), u)
+      g_new, r = game.apply_chance(g, outcome)
+      g = jax.tree.map(lambda n, o: jnp.where(active, n, o), g_new, g)
+      total = total + jnp.where(active, r.astype(jnp.float32), 0.0)
+      return g, step_count + active.astype(step_count.dtype), total, active
+
+    if unroll:
+      us = 1.0 - jax.random.uniform(key, (unroll,))  # (0, 1]
+      for i in range(unroll):
+        g, step_count, total, active = chance_step(g, step_count, total, us[i], active)
+    if not game.chance_run_exact:
+
+      def cond(carry):
+        g, step_count, _, active, _ = carry
+        return active & (game.current_player(g) == CHANCE) & (step_count < limit)
+
+      def body(carry):
+        g, step_count, total, active, i = carry
+        u = 1.0 - jax.random.uniform(jax.random.fold_in(key, i))
+        g, step_count, total, active = chance_step(g, step_count, total, u, active)
+        return g, step_count, total, active, i + 1
+
+      g, step_count, total, _, _ = jax.lax.while_loop(
+        cond, body, (g, step_count, total, active, jnp.int32(unroll))
+      )
+    return g, total, step_count
+
+
+def _inverse_cdf(probs: jax.Array, u: jax.Array) -> jax.Array:
+  """int32 `[]`: the outcome whose CDF interval holds `u` in (0, 1]; never
+  one of probability 0. No `jnp.cumsum`: XLA lowers it on CPU to a
+  reduce_window, quadratic in the number of outcomes."""
+  n = probs.shape[-1]
+  if n <= 32:
+    cdf = jnp.tril(jnp.ones((n, n), probs.dtype)) @ probs
+  else:
+    cdf = jax.lax.associative_scan(jnp.add, probs)
+  x = u * cdf[-1]
+  return jnp.minimum(jnp.sum(cdf < x), n - 1).astype(jnp.int32)
+
+
+def materialize(tree):
+  """Returns `tree` (small arrays, e.g. per-game scalars) unchanged, bit for
+  bit, but computed once per game before any consumer.
+
+  XLA fuses cheap producers into their consumers; when the consumer is the
+  loop that writes a large observation or mask, every element then
+  recomputes them (the player, a one-hot, a reduction), which can cost far
+  more than the observation itself. A product with the identity matrix is a
+  fusion boundary (XLA's CPU dot kernels are never fused into loops;
+  `lax.optimization_barrier` is stripped before fusion). Values pass through
+  float32 exactly: bools and 8/16-bit ints as they are, 32-bit ints and
+  floats as two 16-bit halves of their bits.
+  """
+  leaves, treedef = jax.tree.flatten(tree)
+  parts = []
+  for x in leaves:
+    x = jnp.ravel(x)
+    if x.dtype.itemsize == 4:
+      bits = jax.lax.bitcast_convert_type(x, jnp.uint32)
+      parts += [(bits >> 16).astype(jnp.float32), (bits & 0xFFFF).astype(jnp.float32)]
+    else:
+      parts.append(x.astype(jnp.float32))
+  # (A 1 x 1 product would be simplified to a multiply: pad to two.)
+  flat = jnp.concatenate(parts + [jnp.zeros((1,), jnp.float32)])
+  n = flat.shape[0]
+  flat = jnp.dot(flat, jnp.eye(n, dtype=jnp.float32), precision=jax.lax.Precision.HIGHEST)
+  out, start = [], 0
+  for x in leaves:
+    size = x.size
+    if x.dtype.itemsize == 4:
+      hi = flat[start : start + size].astype(jnp.uint32)
+      lo = flat[start + size : start + 2 * size].astype(jnp.uint32)
+      y = jax.lax.bitcast_convert_type((hi << 16) | lo, x.dtype)
+      start += 2 * size
+    else:
+      y = flat[start : start + size].astype(x.dtype)
+      start += size
+    out.append(y.reshape(x.shape))
+  return jax.tree.unflatten(treedef, out)
+
+
+def materialize_small(tree, max_size: int = 8):
+  """`materialize` applied to the leaves of `tree` with at most `max_size`
+  elements (scalars, short vectors); larger leaves pass through."""
+  leaves, treedef = jax.tree.flatten(tree)
+  small = [i for i, x in enumerate(leaves) if jnp.size(x) <= max_size]
+  done = materialize([leaves[i] for i in small])
+  for i, x in zip(small, done):
+    leaves[i] = x
+  return jax.tree.unflatten(treedef, leaves)

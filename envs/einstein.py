@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import CHANCE, TERMINAL, Game
+from envs.core import CHANCE, TERMINAL, Game, materialize
 from envs.registry import register
 
 SIZE = 5
@@ -203,6 +203,17 @@ class Einstein(Game):
 
   num_players = 2
   num_actions = NUM_ACTIONS
+  chance_run_exact = True  # a roll always leaves a piece to move
+
+  @property
+  def max_chance_run(self) -> int:
+    # The die before each move (after the first placement node, the second
+    # placement and the die follow).
+    return 2 if self.placement == "chance" else 1
+
+  @property
+  def max_initial_chance_run(self) -> int:
+    return 3 if self.placement == "chance" else 1
 
   @property
   def num_chance_outcomes(self) -> int:
@@ -253,9 +264,11 @@ class Einstein(Game):
 
   def legal_action_mask(self, g: EinsteinState) -> jax.Array:
     src, movable = self._mover_view(g)
-    # Squares (in the mover's view) holding a piece that may move.
-    active = jnp.any((src[:, None] == jnp.arange(NUM_SQUARES)) & movable[:, None], axis=0)
-    return (active[:, None] & jnp.asarray(_INSIDE)).reshape(NUM_ACTIONS)
+    # The squares (in the mover's view) of the pieces that may move, -1 for
+    # the others; computed once per game (see `materialize`).
+    active = materialize(jnp.where(movable, src, -1))
+    on = jnp.any(jnp.arange(NUM_SQUARES)[:, None] == active, axis=1)
+    return (on[:, None] & jnp.asarray(_INSIDE)).reshape(NUM_ACTIONS)
 
   def chance_probs(self, g: EinsteinState) -> jax.Array:
     die = jnp.full((6,), 1.0 / 6, jnp.float32)
@@ -300,13 +313,20 @@ class Einstein(Game):
     player = jnp.asarray(player, jnp.int32)
     mine = jnp.where(player == 0, g.pos[0], g.pos[1])
     theirs = jnp.where(player == 0, g.pos[1], g.pos[0])
-    squares = view_squares(jnp.concatenate([mine, theirs]), player)  # [12]
-    pieces = jnp.arange(NUM_SQUARES)[:, None] == squares  # [25, 12]
     movable = jnp.where(player == g.to_move, selectable(mine, g.die), False)
     movable = movable & (g.die >= 0) & (mine >= 0)
-    movable_plane = jnp.any(pieces[:, :NUM_PIECES] & movable, axis=1)
-    die = jnp.broadcast_to(jnp.arange(6) == g.die, (NUM_SQUARES, 6))
-    planes = jnp.concatenate([pieces, die, movable_plane[:, None]], axis=1)
+    # Per channel, the square it marks (pieces; -1 none) and whether it is a
+    # constant plane (the die face), so that the [25, 19] observation is one
+    # broadcast compare, not a concatenation along its short last axis.
+    squares = view_squares(jnp.concatenate([mine, theirs]), player)  # [12]
+    marks = jnp.concatenate([squares, -jnp.ones((NUM_PLANES - 12,), jnp.int32)])
+    full = jnp.concatenate([jnp.zeros((12,), bool), jnp.arange(6) == g.die, jnp.zeros((1,), bool)])
+    movable_sq = jnp.where(movable, squares[:NUM_PIECES], -1)
+    marks, full, movable_sq = materialize((marks, full, movable_sq))
+    sq = jnp.arange(NUM_SQUARES)[:, None]
+    on_movable = jnp.any(sq == movable_sq, axis=1, keepdims=True)  # [25, 1]
+    last = jnp.arange(NUM_PLANES) == NUM_PLANES - 1
+    planes = (sq == marks) | full | (on_movable & last)
     return planes.astype(jnp.float32).reshape(SIZE, SIZE, NUM_PLANES)
 
   def render(self, g: EinsteinState) -> str:

@@ -1,12 +1,24 @@
-"""Random-play throughput of every registered game, beside peer implementations.
+"""Random-play throughput of every registered game, beside peers, in one run.
 
-Ours: jit + vmap random play (`env.step(state, action, key)`, chance sampled
-inside), in env steps per second (decision steps, the unit peers count), at
-several batch sizes. Peers, measured in the same run: OpenSpiel in a Python
-loop (and gymnax for Catch), at batch 1. Medians over repeats.
+Every JAX implementation runs in the same jitted `fori_loop` at one batch
+size: a uniformly random legal move per lane, one step, then a fresh game
+selected (`where(done, reset, state)`) in every lane that finished. Ours is
+measured two ways:
 
-    python scripts/benchmark_envs.py                 # all games
-    python scripts/benchmark_envs.py --env catch --batch 1 64 --repeats 3
+* keyed: `env.step(state, action, key)` samples the chance that follows and
+  the fresh game is `env.reset(key)` (the form pgx and gymnax users call);
+* explicit: `env.step(state, action)`, the harness drawing each chance
+  outcome from `chance_probs`, the fresh game `env.init(key)`.
+
+Both count decision steps only (the unit the peers count). Peers measured in
+the same run: pgx connect_four and backgammon (for scale), gymnax
+Catch-bsuite (its `step` resets finished games itself), and OpenSpiel in a
+Python loop at batch 1. Each figure is the median over `--repeats`
+round-robin passes (every implementation of a game timed once per pass), so
+ratios compare numbers taken under the same load.
+
+    taskset -c 1 python scripts/benchmark_envs.py
+    taskset -c 1 python scripts/benchmark_envs.py --env catch nannon --batch 1024 --repeats 3
 
 This is a benchmark, not a test.
 """
@@ -15,193 +27,306 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import envs
-from envs.testing import batched_random_action
 
-# name -> [(label, game string for pyspiel.load_game)] : OpenSpiel peers run in
-# a Python loop with random legal actions and sampled chance outcomes.
-OPENSPIEL_PEERS: Dict[str, List[Tuple[str, str]]] = {
-  "catch": [("OpenSpiel catch", "catch(rows=10,columns=5)")],
-  "nannon": [("OpenSpiel backgammon (different game)", "backgammon")],
-  "breakthrough": [("OpenSpiel breakthrough 5x5", "breakthrough(rows=5,columns=5)")],
-  "einstein": [("OpenSpiel einstein_wurfelt_nicht", "einstein_wurfelt_nicht")],
+# label -> (registered name, params, OpenSpiel game string or None).
+GAMES: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
+  "catch": ("catch", {}, "catch(rows=10,columns=5)"),
+  "nannon": ("nannon", {}, "backgammon"),
+  "einstein": ("einstein", {}, "einstein_wurfelt_nicht"),
+  "breakthrough": ("breakthrough", {}, "breakthrough(rows=5,columns=5)"),
+  "breakthrough_8x8": ("breakthrough", {"rows": 8, "columns": 8}, "breakthrough"),
+  "carchess": ("carchess", {}, None),
 }
+PGX_PEERS = ("connect_four", "backgammon")
 
 
-def ours(env: envs.Env, batch: int, num_steps: int, repeats: int) -> float:
-  """Median env steps/s of jit+vmap random play over `repeats` timed runs.
+def random_legal(key: jax.Array, mask: jax.Array) -> jax.Array:
+  """int32 `[B]`: a uniformly random legal action per row of `mask` `[B, A]`
+  (0 where none is legal), from one uniform per row: the k-th legal action.
+  The running count is a matmul with a triangular matrix (`jnp.cumsum` is a
+  quadratic reduce_window on CPU; noise per action and a loop over the
+  actions measured slower in this loop)."""
+  n = mask.shape[-1]
+  running = mask.astype(jnp.float32) @ jnp.triu(jnp.ones((n, n), jnp.float32))
+  count = running[:, -1:]
+  k = jnp.floor(jax.random.uniform(key, count.shape) * count)
+  return jnp.argmax(running > k, axis=-1).astype(jnp.int32)
 
-  Chance is explicit: at a chance node the "action" is an outcome drawn from
-  `chance_probs`. Only decision steps are counted, as for the peers.
-  """
+
+def random_outcome(key: jax.Array, probs: jax.Array) -> jax.Array:
+  """int32 `[B]`: a chance outcome per row of `probs` `[B, S]`, by inverse
+  CDF from one uniform in (0, 1] (never an outcome of probability 0)."""
+  n = probs.shape[-1]
+  cdf = probs @ jnp.triu(jnp.ones((n, n), probs.dtype))
+  u = 1.0 - jax.random.uniform(key, cdf[:, :1].shape)
+  return jnp.minimum(jnp.sum(cdf < u * cdf[:, -1:], axis=-1), n - 1).astype(jnp.int32)
+
+
+def where_done(done: jax.Array, fresh, state):
+  return jax.tree.map(
+    lambda f, x: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, state
+  )
+
+
+def loop(
+  batch: int,
+  steps: int,
+  init: Callable,
+  step: Callable,
+  mask: Callable,
+  done: Callable,
+  decisions: Callable,
+  out: Callable,
+):
+  """A jitted function key -> (decision steps, checksum) of the common
+  harness: `steps` iterations of random legal move, `step`, reset-select.
+
+  init(keys) -> state; step(state, action, keys, key) -> state;
+  mask(state) -> bool [B, A]; done(state) -> bool [B];
+  decisions(state) -> int32 [B] decision steps taken by the next step;
+  out(state) -> an array the checksum reads (the observation)."""
 
   @jax.jit
   def run(key):
     k0, k1 = jax.random.split(key)
-    s = jax.vmap(env.init)(jax.random.split(k0, batch))
+    s = init(jax.random.split(k0, batch))
 
-    def body(carry, k):
-      s, n, chk = carry
-      ka, kr = jax.random.split(k)
-      a = batched_random_action(ka, s)
-      n = n + jnp.sum(s.current_player >= 0)
-      # Consume what an agent reads, so XLA cannot drop it as dead code.
-      chk = chk + jnp.sum(s.observation) + jnp.sum(s.rewards)
-      s = jax.vmap(env.step)(s, a)
+    def body(i, carry):
+      s, n = carry
+      ka, ks, kr = jax.random.split(jax.random.fold_in(k1, i), 3)
+      n = n + jnp.sum(decisions(s))
+      a = random_legal(ka, mask(s))
+      s = step(s, a, jax.random.split(ks, batch), ks)
+      s = where_done(done(s), init(jax.random.split(kr, batch)), s)
+      return s, n
 
-      # Restart finished games so every slot keeps playing (only computed
-      # when some game has finished).
-      def restart(s):
-        fresh = jax.vmap(env.init)(jax.random.split(kr, batch))
-        return jax.tree.map(
-          lambda f, x: jnp.where(s.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, s
-        )
+    s, n = jax.lax.fori_loop(0, steps, body, (s, jnp.int32(0)))
+    return n, jnp.sum(out(s))
 
-      s = jax.lax.cond(jnp.any(s.done), restart, lambda s: s, s)
-      return (s, n, chk), None
-
-    (_, n, chk), _ = jax.lax.scan(
-      body, (s, jnp.int32(0), jnp.float32(0)), jax.random.split(k1, num_steps)
-    )
-    return n, chk
-
-  jax.block_until_ready(run(jax.random.key(0)))  # compile
-  rates = []
-  for r in range(repeats):
-    t0 = time.perf_counter()
-    n = int(jax.block_until_ready(run(jax.random.key(r + 1)))[0])
-    rates.append(n / (time.perf_counter() - t0))
-  return statistics.median(rates)
+  return run
 
 
-def openspiel_rate(game_string: str, num_steps: int, repeats: int) -> float:
-  """Median env steps/s (decision steps) of OpenSpiel random play in Python."""
-  import pyspiel  # pylint: disable=import-outside-toplevel
-
-  game = pyspiel.load_game(game_string)
-  rng = np.random.default_rng(0)
-  rates = []
-  for _ in range(repeats):
-    steps = 0
-    state = game.new_initial_state()
-    t0 = time.perf_counter()
-    while steps < num_steps:
-      if state.is_terminal():
-        state = game.new_initial_state()
-      elif state.is_chance_node():
-        outcomes, probs = zip(*state.chance_outcomes())
-        state.apply_action(outcomes[rng.choice(len(outcomes), p=probs)])
-      else:
-        legal = state.legal_actions()
-        state.apply_action(legal[rng.integers(len(legal))])
-        steps += 1
-    rates.append(steps / (time.perf_counter() - t0))
-  return statistics.median(rates)
+def ours_keyed(env: envs.Env, batch: int, steps: int):
+  return loop(
+    batch,
+    steps,
+    jax.vmap(env.reset),
+    lambda s, a, keys, _: jax.vmap(env.step)(s, a, keys),
+    lambda s: s.legal_action_mask,
+    lambda s: s.done,
+    lambda s: (s.current_player >= 0).astype(jnp.int32),
+    lambda s: s.observation,
+  )
 
 
-def gymnax_catch_rate(batch: int, num_steps: int, repeats: int) -> float:
-  """Median env steps/s of gymnax Catch-bsuite, jit + vmap, auto-reset."""
+def ours_explicit(env: envs.Env, batch: int, steps: int):
+
+  def step(s, a, _, key):
+    outcome = random_outcome(key, s.chance_probs)
+    return jax.vmap(env.step)(s, jnp.where(s.current_player == envs.CHANCE, outcome, a))
+
+  return loop(
+    batch,
+    steps,
+    jax.vmap(env.init),
+    step,
+    lambda s: s.legal_action_mask,
+    lambda s: s.done,
+    lambda s: (s.current_player >= 0).astype(jnp.int32),
+    lambda s: s.observation,
+  )
+
+
+def pgx_keyed(name: str, batch: int, steps: int):
+  import pgx  # pylint: disable=import-outside-toplevel
+
+  env = pgx.make(name)
+  return loop(
+    batch,
+    steps,
+    jax.vmap(env.init),
+    lambda s, a, keys, _: jax.vmap(env.step)(s, a, keys),
+    lambda s: s.legal_action_mask,
+    lambda s: s.terminated | s.truncated,
+    lambda s: jnp.ones_like(s.current_player, jnp.int32),
+    lambda s: s.observation,
+  )
+
+
+def gymnax_catch(batch: int, steps: int):
+  """gymnax Catch-bsuite in the same loop: its `step` already resets a
+  finished game (reset_env + select), so the harness' select is idle."""
   import gymnax  # pylint: disable=import-outside-toplevel
 
   genv, params = gymnax.make("Catch-bsuite")
 
-  @jax.jit
-  def run(key):
-    k0, k1 = jax.random.split(key)
-    _, s = jax.vmap(genv.reset, in_axes=(0, None))(jax.random.split(k0, batch), params)
+  def init(keys):
+    obs, s = jax.vmap(genv.reset, in_axes=(0, None))(keys, params)
+    return s, obs
 
-    def body(carry, k):
-      s, chk = carry
-      ka, ks = jax.random.split(k)
-      a = jax.random.randint(ka, (batch,), 0, 3)
-      obs, s, r, _, _, _ = jax.vmap(genv.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(ks, batch), s, a, params
-      )
-      return (s, chk + jnp.sum(obs) + jnp.sum(r)), None
+  def step(carry, a, keys, _):
+    out = jax.vmap(genv.step, in_axes=(0, 0, 0, None))(keys, carry[0], a, params)
+    return out[1], out[0]  # (state, observation)
 
-    (s, chk), _ = jax.lax.scan(body, (s, jnp.float32(0)), jax.random.split(k1, num_steps))
-    return s.time, chk
+  return loop(
+    batch,
+    steps,
+    init,
+    step,
+    lambda c: jnp.ones((c[1].shape[0], 3), bool),
+    lambda c: jnp.zeros((c[1].shape[0],), bool),
+    lambda c: jnp.ones((c[1].shape[0],), jnp.int32),
+    lambda c: c[1],
+  )
 
-  jax.block_until_ready(run(jax.random.key(0)))
-  rates = []
-  for r in range(repeats):
+
+def openspiel_rate(game_string: str, num_steps: int) -> float:
+  """Decision steps/s of OpenSpiel random play in a Python loop (batch 1)."""
+  import pyspiel  # pylint: disable=import-outside-toplevel
+
+  game = pyspiel.load_game(game_string)
+  rng = np.random.default_rng(0)
+  steps = 0
+  state = game.new_initial_state()
+  t0 = time.perf_counter()
+  while steps < num_steps:
+    if state.is_terminal():
+      state = game.new_initial_state()
+    elif state.is_chance_node():
+      outcomes, probs = zip(*state.chance_outcomes())
+      state.apply_action(outcomes[rng.choice(len(outcomes), p=probs)])
+    else:
+      legal = state.legal_actions()
+      state.apply_action(legal[rng.integers(len(legal))])
+      steps += 1
+  return steps / (time.perf_counter() - t0)
+
+
+def timer(run) -> Callable[[int], float]:
+  """Compiles `run` and returns seed -> steps/s of one timed call."""
+  jax.block_until_ready(run(jax.random.PRNGKey(0)))
+
+  def once(seed: int) -> float:
     t0 = time.perf_counter()
-    jax.block_until_ready(run(jax.random.key(r + 1)))
-    rates.append(batch * num_steps / (time.perf_counter() - t0))
-  return statistics.median(rates)
+    n, _ = jax.block_until_ready(run(jax.random.PRNGKey(seed)))
+    return int(n) / (time.perf_counter() - t0)
+
+  return once
 
 
-# Extra rows at non-default parameters, printed when their game is run:
-# label -> (registered name, params, OpenSpiel peer game string or None).
-VARIANTS: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
-  "breakthrough 8x8": ("breakthrough", {"rows": 8, "columns": 8}, "breakthrough"),
-}
-
-# name -> [(label, fn(batch, num_steps, repeats) -> steps/s)] : JAX peers.
-JAX_PEERS: Dict[str, List[Tuple[str, Callable[[int, int, int], float]]]] = {
-  "catch": [("gymnax Catch-bsuite", gymnax_catch_rate)],
-}
-
-
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument(
-    "--env", nargs="*", default=None, help=f"games to run (default: all of {envs.registered()})"
+    "--env",
+    nargs="*",
+    default=None,
+    metavar="GAME",
+    help=f"games to run (default: all of {list(GAMES)})",
   )
-  parser.add_argument("--batch", type=int, nargs="*", default=[1, 64, 1024, 4096])
-  parser.add_argument("--steps", type=int, default=200, help="scan length of one timed jitted run")
+  parser.add_argument("--batch", type=int, default=4096)
   parser.add_argument(
-    "--peer-steps", type=int, default=20000, help="decision steps per OpenSpiel timing"
+    "--steps", type=int, default=32, help="loop iterations of one timed jitted run"
   )
-  parser.add_argument("--repeats", type=int, default=5)
-  args = parser.parse_args()
-  names = args.env or list(envs.registered())
-  for name in names:
-    if name not in envs.registered():
-      parser.error(f"unknown env {name!r}; registered: {envs.registered()}")
+  parser.add_argument(
+    "--repeats", type=int, default=5, help="round-robin passes; figures are their medians"
+  )
+  parser.add_argument(
+    "--peer-steps", type=int, default=5000, help="decision steps per OpenSpiel timing"
+  )
+  parser.add_argument("--no-pgx", action="store_true", help="skip the pgx rows")
+  parser.add_argument("--no-openspiel", action="store_true", help="skip the OpenSpiel rows")
+  try:
+    args = parser.parse_args(argv)
+  except SystemExit as e:
+    return int(e.code or 0)
+  names = args.env or list(GAMES)
+  bad = [n for n in names if n not in GAMES]
+  if bad:
+    print(f"error: unknown game(s) {bad}; valid: {list(GAMES)}", file=sys.stderr)
+    return 2
+  if min(args.batch, args.steps, args.repeats, args.peer_steps) < 1:
+    print("error: --batch, --steps, --repeats and --peer-steps must be >= 1", file=sys.stderr)
+    return 2
 
+  b, t = args.batch, args.steps
+  runs: Dict[str, Callable[[int], float]] = {}  # row label -> timer
   print(
-    f"jax {jax.__version__} on {jax.devices()[0].platform}; "
-    f"median of {args.repeats} runs; env steps/s (decision steps)\n"
+    f"jax {jax.__version__} on {jax.devices()[0].platform}; batch {b}, "
+    f"{t} loop iterations a run, median of {args.repeats} round-robin "
+    "passes; decision steps/s",
+    flush=True,
   )
-  header = f"{'game':<18}{'implementation':<40}{'batch':>7}{'steps/s':>14}{'ratio':>9}"
+  if not args.no_pgx:
+    for name in PGX_PEERS:
+      runs[f"pgx {name}"] = timer(pgx_keyed(name, b, t))
+  if "catch" in names:
+    runs["gymnax Catch-bsuite"] = timer(gymnax_catch(b, t))
+  for label in names:
+    name, params, _ = GAMES[label]
+    env = envs.make(name, **params)
+    runs[f"{label} keyed"] = timer(ours_keyed(env, b, t))
+    runs[f"{label} explicit"] = timer(ours_explicit(env, b, t))
+  os_games = (
+    {} if args.no_openspiel else {label: GAMES[label][2] for label in names if GAMES[label][2]}
+  )
+
+  rates: Dict[str, List[float]] = {
+    k: [] for k in list(runs) + [f"OpenSpiel {s}" for s in os_games.values()]
+  }
+  for r in range(args.repeats):
+    for label, once in runs.items():
+      rates[label].append(once(r + 1))
+    for game_string in os_games.values():
+      rates[f"OpenSpiel {game_string}"].append(openspiel_rate(game_string, args.peer_steps))
+  med = {k: statistics.median(v) for k, v in rates.items()}
+
+  def ratio(a: str, b: str) -> str:
+    return f"{med[a] / med[b]:7.2f}x" if a in med and b in med else "       -"
+
+  c4 = "pgx connect_four"
+  header = (
+    f"{'game':<18}{'keyed':>12}{'explicit':>12}{'keyed/expl':>11}"
+    f"{'vs OpenSpiel':>13}{'vs pgx c4':>11}  OpenSpiel peer"
+  )
+  print()
   print(header)
   print("-" * len(header))
-  rows = [
-    (name, name, {}, OPENSPIEL_PEERS.get(name, []), JAX_PEERS.get(name, [])) for name in names
-  ]
-  rows += [
-    (label, name, params, [(f"OpenSpiel {label}", peer)] if peer else [], [])
-    for label, (name, params, peer) in VARIANTS.items()
-    if name in names
-  ]
-  for row_label, name, params, os_peers, jax_peers in rows:
-    env = envs.make(name, **params)
-    peer_rates = []
-    for label, game_string in os_peers:
-      peer_rates.append((label, 1, openspiel_rate(game_string, args.peer_steps, args.repeats)))
-    for label, fn in jax_peers:
-      for b in args.batch:
-        peer_rates.append((label, b, fn(b, args.steps, args.repeats)))
-    base = peer_rates[0][2] if peer_rates else None
-    for b in args.batch:
-      rate = ours(env, b, args.steps, args.repeats)
-      ratio = f"{rate / base:8.1f}x" if base else "       -"
-      print(f"{row_label:<18}{'anakin-mz envs (jit+vmap)':<40}{b:>7}{rate:>14,.0f}{ratio}")
-    for label, b, rate in peer_rates:
-      ratio = f"{rate / base:8.1f}x" if base else "       -"
-      print(f"{'':<18}{label:<40}{b:>7}{rate:>14,.0f}{ratio}")
+  for label in names:
+    k, e = f"{label} keyed", f"{label} explicit"
+    peer = GAMES[label][2]
+    os_key = f"OpenSpiel {peer}" if peer else None
+    print(
+      f"{label:<18}{med[k]:>12,.0f}{med[e]:>12,.0f}{ratio(k, e):>11}"
+      f"{ratio(k, os_key) if os_key in med else '       -':>13}"
+      f"{ratio(k, c4):>11}  " + (f"{peer}: {med[os_key]:,.0f}" if os_key in med else "-")
+    )
+  print()
+  for label in list(runs)[:3]:
+    if not label.endswith(("keyed", "explicit")):
+      print(f"{label:<30}{med[label]:>12,.0f}")
+  if "catch" in names:
+    print(
+      f"catch keyed / gymnax Catch-bsuite: {ratio('catch keyed', 'gymnax Catch-bsuite').strip()}"
+    )
+  if "nannon" in names and "pgx backgammon" in med:
+    print(f"nannon keyed / pgx backgammon: {ratio('nannon keyed', 'pgx backgammon').strip()}")
   print(
-    "\nratio: steps/s relative to the first peer row of the game (OpenSpiel, batch 1, Python loop)."
+    "\nkeyed: env.step(state, action, key) + env.reset; explicit: env.step(state, "
+    "action) with chance drawn by the harness + env.init. vs OpenSpiel: keyed "
+    "(batch, JAX) over OpenSpiel (batch 1, Python loop); vs pgx c4: keyed over "
+    "pgx connect_four in the same loop."
   )
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

@@ -606,3 +606,40 @@ def test_greedy_beats_random():
       jax.jit(lambda k: match.play_match(env, pol, pol, k, 1000).score)(jax.random.PRNGKey(0))
     )
   assert scores["greedy"].mean() > scores["random"].mean() + 10
+
+
+LONG = {  # lane 0 has 40 cells: more than the 32 of the bit-mask simulation.
+  "name": "long",
+  "height": 4,
+  "width": 40,
+  "lanes": [{"start": [1, 0], "path": "E" * 39}, {"start": [3, 20], "path": "NNN"}],
+  "lights": [[1, 19], [2, 20]],
+}
+
+
+def test_long_lanes_use_the_dense_simulation(tmp_path):
+  # Lanes longer than 32 cells fall back to the dense boolean simulation;
+  # it must follow the same rules.
+  env = map_env(tmp_path, LONG)
+  assert not env.game._bits  # pylint: disable=protected-access
+  game = env.game
+  boards = random_boards(game, np.random.default_rng(1), 100)
+  g0 = game.init(jax.random.PRNGKey(0))
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(boards),) + x.shape), g0)
+  batch = batch.replace(
+    cars=jnp.asarray(np.stack([b[0] for b in boards])),
+    red=jnp.asarray(np.stack([b[1] for b in boards])),
+    counters=jnp.asarray(np.stack([b[2] for b in boards]), jnp.int32),
+  )
+  g2, scored, crashes = jax.device_get(jax.jit(jax.vmap(game.simulation_step))(batch))
+  for k, (occ, red, counters) in enumerate(boards):
+    cars = [(int(l), int(i)) for l, i in zip(*np.nonzero(occ))]
+    want = reference_step(game.map, cars, red, counters)
+    got = (
+      {(int(l), int(i)) for l, i in zip(*np.nonzero(g2.cars[k]))},
+      g2.counters[k].tolist(),
+      int(scored[k]),
+      int(crashes[k]),
+    )
+    assert got == (want[0], want[1], want[2], want[3]), f"board {k}"
+  assert int(np.sum(crashes)) > 0 and int(np.sum(scored)) > 0

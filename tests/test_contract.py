@@ -1,6 +1,7 @@
 """Every registered game passes the contract in `envs.testing`."""
 
 import jax
+import numpy as np
 import pytest
 
 import envs
@@ -54,3 +55,63 @@ def test_make_rejects_unknown():
     envs.make("catch", rows="10")
   with pytest.raises(ValueError, match="rows must be >= 2"):
     envs.make("catch", rows=1)
+
+
+def test_sample_chance_leaves_decision_states_alone(env):
+  state = env.reset(jax.random.PRNGKey(6))
+  again = env.sample_chance(state, jax.random.PRNGKey(7))
+  for a, b in zip(
+    jax.tree.leaves(state.replace(rewards=state.rewards * 0)), jax.tree.leaves(again)
+  ):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_reset_draws_chance_from_chance_probs():
+  # Nannon's opening node has outcomes of unequal probability; the keyed
+  # sampler (inverse CDF, unrolled) must reproduce them.
+  env = envs.make("nannon")
+  init = env.init(jax.random.PRNGKey(0))
+  probs = np.asarray(init.chance_probs, np.float64)
+  n = 20000
+  states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(1), n))
+  d = env.game.d
+  # Opening outcome d + (d-1)*starter + (m-1) leaves the starter to move m,
+  # unless that roll has no legal move (never at the start).
+  outcome = d + (d - 1) * np.asarray(states.game.mover) + np.asarray(states.game.die) - 1
+  counts = np.bincount(outcome, minlength=probs.size)
+  expected = n * probs
+  assert np.all(counts[probs == 0] == 0)
+  sigma = np.sqrt(expected * (1 - probs))
+  assert np.all(np.abs(counts - expected)[probs > 0] < 5 * sigma[probs > 0])
+
+
+@pytest.mark.parametrize(
+  "name,params",
+  [
+    ("einstein", {"placement": "chance"}),  # runs of 3 chance nodes at reset
+    ("nannon", {"points": 12, "checkers": 5}),  # long forfeit chains
+  ],
+)
+def test_keyed_step_samples_chance_variants(name, params):
+  # The keyed step unrolls a per-game bound of chance nodes; these variants
+  # have the longest runs.
+  testing.check_keyed_step(envs.make(name, **params), jax.random.PRNGKey(8))
+
+
+def test_materialize_is_bit_exact():
+  # The fusion boundary on per-game scalars must not change a bit.
+  from envs.core import materialize  # pylint: disable=import-outside-toplevel
+
+  tree = (
+    np.array([1.5, -np.inf, np.nan, -0.0], np.float32),
+    np.array([-7, 2**31 - 1, -(2**31)], np.int32),
+    np.array([2**32 - 1, 0], np.uint32),
+    np.array([-128, 127], np.int8),
+    np.array([True, False]),
+    np.int32(5),
+  )
+  out = jax.jit(jax.vmap(materialize))(jax.tree.map(lambda x: np.stack([x, x]), tree))
+  for want, got in zip(tree, out):
+    got = np.asarray(got)[1]
+    assert got.dtype == want.dtype
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
