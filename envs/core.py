@@ -34,12 +34,14 @@ GameState = object  # Any pytree of arrays with fixed shapes, owned by a Game.
 
 def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
   """int32 `[...]`: chance outcomes drawn from `state.chance_probs` `[..., C]`,
-  one key for the whole batch. Self-play, matches and the tools draw through
-  it; inside `Env.step(..., key)`, `reset` and `sample_chance` each chance
-  node draws by inverse CDF from one uniform (`_inverse_cdf`). Meaningless
+  one key for the whole batch. The one chance sampler: self-play, matches,
+  the tools, and (through `_inverse_cdf`, with the same rule) `Env.step(...,
+  key)`, `reset` and `sample_chance` draw every outcome by inverse CDF from
+  one uniform, so an outcome of probability 0 is never drawn. Meaningless
   (but defined) where the state is not a chance node."""
-  logits = jnp.log(jnp.maximum(state.chance_probs, 1e-30))
-  return jax.random.categorical(key, logits).astype(jnp.int32)
+  probs = state.chance_probs
+  u = 1.0 - jax.random.uniform(key, probs.shape[:-1], probs.dtype)  # (0, 1]
+  return _inverse_cdf(probs, u)
 
 
 @struct.dataclass
@@ -546,16 +548,17 @@ class Env:
 
 
 def _inverse_cdf(probs: jax.Array, u: jax.Array) -> jax.Array:
-  """int32 `[]`: the outcome whose CDF interval holds `u` in (0, 1]; never
-  one of probability 0. No `jnp.cumsum`: XLA lowers it on CPU to a
-  reduce_window, quadratic in the number of outcomes."""
+  """int32 `[...]`: for probabilities `[..., C]` and uniforms `u` `[...]` in
+  (0, 1], the outcome whose CDF interval holds `u`; never one of probability
+  0. No `jnp.cumsum`: XLA lowers it on CPU to a reduce_window, quadratic in
+  the number of outcomes."""
   n = probs.shape[-1]
   if n <= 32:
-    cdf = jnp.tril(jnp.ones((n, n), probs.dtype)) @ probs
+    cdf = probs @ jnp.triu(jnp.ones((n, n), probs.dtype))
   else:
-    cdf = jax.lax.associative_scan(jnp.add, probs)
-  x = u * cdf[-1]
-  return jnp.minimum(jnp.sum(cdf < x), n - 1).astype(jnp.int32)
+    cdf = jax.lax.associative_scan(jnp.add, probs, axis=-1)
+  x = u[..., None] * cdf[..., -1:]
+  return jnp.minimum(jnp.sum(cdf < x, axis=-1), n - 1).astype(jnp.int32)
 
 
 def materialize(tree):
