@@ -256,6 +256,14 @@ class Env:
   def max_game_length(self) -> int:
     return self._game.max_game_length
 
+  @property
+  def chance_run(self) -> int:
+    """The longest run of chance nodes the game's bounds allow after a
+    transition or a reset (`Game.max_chance_run`, `max_initial_chance_run`):
+    `sample_chance` and self-play unroll this many (a longer run, where the
+    rules allow one, is still played exactly)."""
+    return int(max(self._game.max_chance_run, self._game.max_initial_chance_run))
+
   def __repr__(self) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
     return f"envs.make({self.id!r}{', ' if args else ''}{args})"
@@ -332,7 +340,7 @@ class Env:
       state.step_count,
       key,
       ~state.done,
-      max(game.max_chance_run, game.max_initial_chance_run),
+      self.chance_run,
     )
     sampled = self._finish(state, g, rewards, step_count, jnp.bool_(False))
     ran = step_count != state.step_count
