@@ -11,10 +11,14 @@ not windowing, so flashbax would only store arrays for us; this module does
 that in a few lines and keeps every index rule in one place.
 
 Layout: `BufferState.data` is a `Transition` with leading axes `[L, B]`
-(time-major, one column per self-play lane, L = capacity in time steps). All
-lanes are written together, one chunk `[T, B]` at a time; `write` is the next
-slot and `count` the number of written steps, so the logical time order is
-`(write - count) % L, ...` up to `write - 1`.
+(time-major, one column per self-play lane, L = capacity in time steps). Each
+lane is a ring of its own: `write[b]` is its next slot and `count[b]` its
+number of written steps, so its logical time order is
+`(write[b] - count[b]) % L, ...` up to `write[b] - 1`. A chunk `[T, B]` is
+written into all lanes at once; with `drop_invalid=True` only each lane's
+valid steps are written, packed in time order, so lanes that played different
+numbers of transitions (self-play that skips the search at chance nodes)
+leave no padding between chunks.
 
 Targets (see `sample`), all from the point of view of the player to move at
 the start step t (the "root mover", `anakin_mz.types`):
@@ -119,8 +123,9 @@ class Batch:
 
 @chex.dataclass(frozen=True)
 class BufferState:
-  """data: `Transition` `[L, B, ...]`; write: int32 next slot; count: int32
-  written steps (<= L); added: int32 steps ever added (per lane)."""
+  """data: `Transition` `[L, B, ...]`; write: int32 `[B]` next slot per lane;
+  count: int32 `[B]` written steps per lane (<= L); added: int32 `[B]` steps
+  ever added per lane."""
 
   data: Transition
   write: chex.Array
@@ -164,27 +169,50 @@ def init_buffer(example: Transition, capacity_steps: int, num_lanes: int) -> Buf
   data = jax.tree.map(
     lambda x: jnp.zeros((capacity_steps, num_lanes) + jnp.shape(x), jnp.asarray(x).dtype), example
   )
-  zero = jnp.zeros((), jnp.int32)
+  zero = jnp.zeros((num_lanes,), jnp.int32)
   return BufferState(data=data, write=zero, count=zero, added=zero)
 
 
-def add(buffer: BufferState, chunk: Transition) -> BufferState:
-  """Writes `chunk` (`Transition` `[T, B, ...]`, T <= L) after the newest
-  step, overwriting the oldest ones once the buffer is full."""
+def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -> BufferState:
+  """Writes `chunk` (`Transition` `[T, B, ...]`) after each lane's newest
+  step, overwriting the oldest ones once the lane's ring is full.
+
+  Args:
+    buffer: the buffer.
+    chunk: `[T, B, ...]` steps in time order per lane.
+    drop_invalid: False writes all T steps of every lane (T <= L), invalid
+      ones included: an invalid step then ends its lane's data as padding
+      does (`sample`). True writes only the valid steps of each lane, packed,
+      so lane b advances by its own count `sum(chunk.valid[:, b])`; if that
+      exceeds L only the newest L are kept.
+  """
   cap = buffer.capacity
   t = chunk.player.shape[0]
-  if t > cap:
-    raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")
   if chunk.player.shape[1:] != (buffer.num_lanes,):
     raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer has {buffer.num_lanes}")
   jax.tree.map(lambda d, c: chex.assert_shape(c, (t,) + d.shape[1:]), buffer.data, chunk)
-  slots = (buffer.write + jnp.arange(t)) % cap
-  data = jax.tree.map(lambda d, c: d.at[slots].set(c.astype(d.dtype)), buffer.data, chunk)
+  if not drop_invalid:
+    if t > cap:
+      raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")
+    slots = (buffer.write + jnp.arange(t)[:, None]) % cap  # [T, B]
+    lanes = jnp.arange(buffer.num_lanes)[None, :]
+    n = jnp.full((buffer.num_lanes,), t, jnp.int32)
+    data = jax.tree.map(lambda d, c: d.at[slots, lanes].set(c.astype(d.dtype)), buffer.data, chunk)
+  else:
+    valid = chunk.valid.astype(bool)
+    rank = jnp.cumsum(valid, axis=0, dtype=jnp.int32) - 1  # [T, B]
+    n = jnp.sum(valid, axis=0, dtype=jnp.int32)  # [B]
+    keep = valid & (rank >= n - cap)  # the newest L
+    slots = jnp.where(keep, (buffer.write + rank) % cap, cap)  # cap: dropped
+    lanes = jnp.broadcast_to(jnp.arange(buffer.num_lanes)[None, :], slots.shape)
+    data = jax.tree.map(
+      lambda d, c: d.at[slots, lanes].set(c.astype(d.dtype), mode="drop"), buffer.data, chunk
+    )
   return BufferState(
     data=data,
-    write=(buffer.write + t) % cap,
-    count=jnp.minimum(buffer.count + t, cap),
-    added=buffer.added + t,
+    write=(buffer.write + n) % cap,
+    count=jnp.minimum(buffer.count + n, cap),
+    added=buffer.added + n,
   )
 
 
@@ -222,10 +250,12 @@ def _rev_cummin(x: chex.Array) -> chex.Array:
 
 class _Lanes:
   """Per-step facts of the buffer in logical (oldest-first) time order, each
-  `[L, B]` unless noted; shared by the value targets and the sampler.
+  `[L, B]` unless noted; shared by the value targets and the sampler. Each
+  lane is its own ring, so logical time is per lane.
 
   Attributes:
-    slot_of: int32 `[L]`, logical time -> physical slot.
+    slot_of: int32 `[L, B]`, a lane's logical time -> its physical slot.
+    lane: int32 `[1, B]`, the lane index (for gathers with `slot_of`).
     steps: the `_STEP_FIELDS` of the transitions, in logical order.
     valid: a written, valid step.
     decision: a valid step at a decision node.
@@ -243,13 +273,14 @@ class _Lanes:
 
   def __init__(self, buffer: BufferState, k: int):
     cap = buffer.capacity
-    oldest = (buffer.write - buffer.count) % cap
-    self.slot_of = (oldest + jnp.arange(cap)) % cap
+    oldest = (buffer.write - buffer.count) % cap  # [B]
+    self.slot_of = (oldest + jnp.arange(cap)[:, None]) % cap
+    self.lane = jnp.arange(buffer.num_lanes)[None, :]
     steps = types.SimpleNamespace(
-      **{f: getattr(buffer.data, f)[self.slot_of] for f in _STEP_FIELDS}
+      **{f: getattr(buffer.data, f)[self.slot_of, self.lane] for f in _STEP_FIELDS}
     )
     self.steps = steps
-    written = (jnp.arange(cap) < buffer.count)[:, None]
+    written = jnp.arange(cap)[:, None] < buffer.count[None, :]
     self.valid = written & steps.valid
     self.decision = self.valid & (steps.player >= 0)
     self.done = self.valid & steps.done
@@ -325,13 +356,13 @@ def value_targets(
   lanes = _Lanes(buffer, 0)
   g = _returns(lanes, num_players, payoff, td_steps, discount)
   g = jnp.where(lanes.valid[..., None], g, 0.0)
-  return jnp.zeros_like(g).at[lanes.slot_of].set(g)
+  return jnp.zeros_like(g).at[lanes.slot_of, lanes.lane].set(g)
 
 
 def start_mask(buffer: BufferState, K: int) -> chex.Array:
   """bool `[L, B]` (physical order): the slots `sample` may start from."""
   lanes = _Lanes(buffer, K)
-  return jnp.zeros_like(lanes.start_ok).at[lanes.slot_of].set(lanes.start_ok)
+  return jnp.zeros_like(lanes.start_ok).at[lanes.slot_of, lanes.lane].set(lanes.start_ok)
 
 
 def can_sample(buffer: BufferState, K: int) -> chex.Array:
@@ -349,7 +380,7 @@ class Prepared:
 
   Attributes:
     buffer: the buffer they were derived from.
-    phys: int32 `[L]` logical time -> slot.
+    phys: int32 `[L, B]` logical time -> slot, per lane.
     start_ok: bool `[L, B]` logical order: valid starts.
     end: int32 `[L, B]`: last step of each step's segment.
     decision, valid: bool `[L, B]` logical order.
@@ -439,26 +470,45 @@ def sample_prepared(
   """`sample` from the targets `prepare` derived (K must match)."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
-  buffer = prepared.buffer
-  cap, lanes_n = buffer.capacity, buffer.num_lanes
-  num_chance = buffer.data.chance_probs.shape[-1]
-  phys = prepared.phys
-  values = prepared.values
-
+  lanes_n = prepared.buffer.num_lanes
   k_start, k_act = jax.random.split(key)
   ok = prepared.start_ok.reshape(-1).astype(jnp.float32)
   total = jnp.sum(ok)
   probs = jnp.where(total > 0, ok / jnp.maximum(total, 1.0), 1.0 / ok.size)
   flat = jax.random.choice(k_start, ok.size, (batch_size,), p=probs)
   i, lane = flat // lanes_n, flat % lanes_n  # logical time, lane
+  return targets_at(prepared, i, lane, k_act, K=K, num_players=num_players, num_actions=num_actions)
+
+
+def targets_at(
+  prepared: Prepared,
+  i: chex.Array,
+  lane: chex.Array,
+  key: chex.PRNGKey,
+  *,
+  K: int,
+  num_players: int,
+  num_actions: int,
+) -> Batch:
+  """The `Batch` of the starts at logical times `i` `[N]` (0 = the lane's
+  oldest step) of lanes `lane` `[N]`; `key` draws the actions past the end.
+  Meaningful where `prepared.start_ok[i, lane]`."""
+  buffer = prepared.buffer
+  cap = buffer.capacity
+  batch_size = i.shape[0]
+  num_chance = buffer.data.chance_probs.shape[-1]
+  phys = prepared.phys
+  values = prepared.values
+  k_act = key
 
   pos = i[:, None] + jnp.arange(K + 1)  # [N, K+1]
   alive = pos <= prepared.end[i, lane][:, None]
   pos = jnp.minimum(pos, cap - 1)
   lane_k = lane[:, None]
-  slot = phys[pos]
+  slot = phys[pos, lane_k]
+  start = phys[i, lane]  # [N] slot
   data = buffer.data
-  root = data.player[phys[i], lane]  # [N], >= 0
+  root = data.player[start, lane]  # [N], >= 0
   root_k = root[:, None]
 
   random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
@@ -475,7 +525,7 @@ def sample_prepared(
   policy = data.search_policy[slot, lane_k]
   chance = data.chance_probs[slot, lane_k]
   batch = Batch(
-    observation=data.observation[phys[i], lane],
+    observation=data.observation[start, lane],
     actions=actions,
     target_value=jnp.where(alive, value, 0.0),
     target_reward=jnp.where(alive[:, :K], rewards, 0.0),

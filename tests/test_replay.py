@@ -345,7 +345,9 @@ def test_ring_wrap_around_and_write_head():
   buf = replay.init_buffer(example, 5, 2)
   buf = _add(buf, _chunk([l[:3] for l in lanes], 1))
   buf = _add(buf, _chunk([l[3:] for l in lanes], 1, first_id=3))
-  assert int(buf.write) == 2 and int(buf.count) == 5 and int(buf.added) == 7
+  np.testing.assert_array_equal(buf.write, [2, 2])
+  np.testing.assert_array_equal(buf.count, [5, 5])
+  np.testing.assert_array_equal(buf.added, [7, 7])
   # Physical slots hold times [5, 6, 2, 3, 4].
   np.testing.assert_array_equal(buf.data.observation[:, 0, 0], [5, 6, 2, 3, 4])
   mask = np.asarray(_start_mask(buf, 2))
@@ -502,7 +504,7 @@ def test_random_lanes_match_the_reference(payoff, num_players, td_steps, discoun
   buf = replay.init_buffer(example, cap, lanes_n)
   for start in range(0, total, chunk):
     buf = _add(buf, _chunk([l[start : start + chunk] for l in lanes], num_players, first_id=start))
-  slots = (int(buf.write) + np.arange(cap)) % cap  # logical -> physical
+  slots = (int(buf.write[0]) + np.arange(cap)) % cap  # logical -> physical
   got_v = np.asarray(
     _value_targets(
       buf, num_players=num_players, payoff=payoff, td_steps=td_steps, discount=discount
