@@ -185,8 +185,9 @@ class Learner:
       config=self.config.search,
       num_steps=tc.rollout_length,
       temperature=self.temperature(state.update_step),
+      search_at_chance=tc.search_at_chance,
     )
-    buffer = replay_lib.add(state.buffer, records)
+    buffer = replay_lib.add(state.buffer, records, drop_invalid=True)
     # The buffer is fixed during the updates: derive its targets once.
     prepared = replay_lib.prepare(
       buffer,
@@ -196,7 +197,7 @@ class Learner:
       td_steps=tc.td_steps,
       discount=self.config.discount,
     )
-    ready = (buffer.count >= tc.min_replay) & jnp.any(prepared.start_ok)
+    ready = (jnp.min(buffer.count) >= tc.min_replay) & jnp.any(prepared.start_ok)
     update = functools.partial(self._update, prepared=prepared, axis_name=axis_name)
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)
@@ -210,6 +211,7 @@ class Learner:
     params = keep(params, state.params)
     opt_state = keep(opt_state, state.opt_state)
     done_updates = jnp.where(apply, self.updates_per_chunk, 0)
+    local_transitions = stats.transitions
     if axis_name is not None:
       stats = jax.lax.psum(stats, axis_name)
     metrics.update(
@@ -217,6 +219,8 @@ class Learner:
       return_sum=stats.return_sum,
       length_sum=stats.length_sum,
       decision_steps=stats.decision_steps,
+      searches=stats.searches,
+      decisions_per_search=stats.decision_steps / jnp.maximum(stats.searches, 1),
       transitions=stats.transitions,
       updates_applied=done_updates,
       temperature=self.temperature(state.update_step),
@@ -230,7 +234,7 @@ class Learner:
       actor=actor,
       key=key,
       update_step=state.update_step + done_updates,
-      env_steps=state.env_steps + self.transitions_per_chunk,
+      env_steps=state.env_steps + local_transitions,
     )
     return new_state, metrics
 

@@ -66,6 +66,7 @@ class TrainConfig:
   eval_games: int = 256  # games per evaluation
   checkpoint_every: int = 1_000  # updates between checkpoints (0: end only)
   log_every: int = 50  # updates between TensorBoard scalars
+  search_at_chance: bool = False  # old self-play path: search at chance nodes too
 
   def __post_init__(self):
     positive = (

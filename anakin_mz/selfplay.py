@@ -1,14 +1,40 @@
-"""Self-play: B games in parallel (vmap) in a `lax.scan` over T transitions.
+"""Self-play: B games in parallel (vmap) in a loop of search-and-act steps.
 
 At decision nodes the agent searches (`search.ndmz_search`) and samples its
 move from the visit counts with a temperature. At chance nodes the outcome is
 sampled from the game's `chance_probs` and fed to the model as the unified
 action `num_actions + outcome`. Finished games restart at once (the lane's
 next transition belongs to a new episode), so every lane always plays.
+
+Searching only where a decision is made. A search on B lanes costs the same
+whether or not its result is used (vmap runs every lane), so self-play must
+not call it while some lanes sit at chance nodes. Each loop iteration first
+advances every lane through up to `env.chance_run` chance nodes (no search;
+lanes at a decision node wait), then searches all B lanes, which are now at
+decision nodes, and makes one move in each. Only where a chance run is longer
+than `env.chance_run` (rare) is a lane still at a chance node at the search;
+it then plays its chance node and that lane's search result is unused.
+`search_at_chance=True` is the old path: one transition per lane per search,
+searching at chance nodes too (the benchmark's baseline).
+
+The iterations write `[I, chance_run + 1, B]` slots; a slot where a lane had
+nothing to do is marked invalid and `replay.add(..., drop_invalid=True)`
+packs each lane's valid steps. Lanes thus make different numbers of
+transitions; the loop runs until the chunk holds `num_steps * B` transitions
+in all (what is made beyond that is counted in `ActorState.surplus` and
+subtracted from the next chunk's quota, so the long-run number of transitions
+per chunk, and the replay ratio, are exactly those configured).
+
+Each lane draws its chance outcomes and restarts from its own key stream, one
+split per transition, so a lane's game depends only on its key and on what the
+search decides, not on how lanes and chance runs are scheduled: with a
+deterministic search both paths play the very same games
+(`tests/test_selfplay.py`).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Tuple
 
 import chex
@@ -19,7 +45,7 @@ import envs
 from anakin_mz.act import search_policy
 from anakin_mz.networks import Network
 from anakin_mz.replay import Transition
-from anakin_mz.search import SearchConfig
+from anakin_mz.search import SearchConfig, SearchOutput
 from anakin_mz.types import Params
 
 
@@ -31,11 +57,15 @@ class ActorState:
     env_state: `envs.State` batched `[B]`, never done (lanes restart).
     episode_return: `[B, P]` rewards so far in each lane's current episode.
     episode_length: `[B]` transitions so far in each lane's current episode.
+    key: `[B, 2]` uint32, each lane's PRNG key (chance outcomes, restarts).
+    surplus: int32 `[]` transitions made beyond the quota of past chunks.
   """
 
   env_state: envs.State
   episode_return: chex.Array
   episode_length: chex.Array
+  key: chex.Array
+  surplus: chex.Array
 
 
 @chex.dataclass(frozen=True)
@@ -45,18 +75,96 @@ class RolloutStats:
   episodes: chex.Array  # completed episodes
   return_sum: chex.Array  # [P] summed final returns of completed episodes
   length_sum: chex.Array  # summed lengths (transitions) of completed episodes
-  decision_steps: chex.Array  # transitions at decision nodes (= searches used)
+  decision_steps: chex.Array  # transitions at decision nodes
+  searches: chex.Array  # lane-searches run (B per search call)
   transitions: chex.Array  # all valid transitions
 
 
 def init_actors(env: envs.Env, key: chex.PRNGKey, num_envs: int) -> ActorState:
   """`num_envs` fresh games (each may start at a chance node)."""
-  state = jax.vmap(env.init)(jax.random.split(key, num_envs))
+  k_init, k_lanes = jax.random.split(key)
+  state = jax.vmap(env.init)(jax.random.split(k_init, num_envs))
   return ActorState(
     env_state=state,
     episode_return=jnp.zeros((num_envs, env.num_players), jnp.float32),
     episode_length=jnp.zeros((num_envs,), jnp.int32),
+    key=jax.random.split(k_lanes, num_envs),
+    surplus=jnp.int32(0),
   )
+
+
+def _where(mask: chex.Array, x, y):
+  """Per-lane select between two batched pytrees (`mask` `[B]`)."""
+  return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)
+
+
+def _play(
+  actor: ActorState,
+  act: chex.Array,
+  move: chex.Array,
+  search: SearchOutput | None,
+  *,
+  env: envs.Env,
+) -> Tuple[ActorState, Transition, RolloutStats]:
+  """One transition in the lanes where `act` `[B]` is True.
+
+  A lane at a chance node plays an outcome drawn with its own key; a lane at a
+  decision node plays `move` `[B]` (the search's action). Lanes that finish
+  restart from a fresh game. Lanes where `act` is False are left unchanged
+  and their record is invalid.
+  """
+  num_envs = act.shape[0]
+  s = actor.env_state
+  keys = jax.vmap(lambda k: jax.random.split(k, 3))(actor.key)
+  lane_key, k_chance, k_reset = keys[:, 0], keys[:, 1], keys[:, 2]
+  is_chance = s.current_player == envs.CHANCE
+  decision = act & (s.current_player >= 0)
+  outcome = jax.vmap(envs.chance_outcome)(s, k_chance)
+  env_action = jnp.where(is_chance, outcome, move).astype(jnp.int32)
+  unified = jnp.where(is_chance, env.num_actions + outcome, move)
+  nxt = jax.vmap(env.step)(s, env_action)
+  if search is None:
+    policy = jnp.zeros_like(s.legal_action_mask, jnp.float32)
+    value = jnp.zeros((num_envs,), jnp.float32)
+  else:
+    policy = jnp.where(decision[:, None], search.action_weights, 0.0)
+    value = jnp.where(decision, search.root_value, 0.0)
+  record = Transition(
+    observation=s.observation,
+    player=s.current_player,
+    action=unified.astype(jnp.int32),
+    rewards=nxt.rewards,
+    search_policy=policy,
+    search_value=value,
+    chance_probs=s.chance_probs,
+    next_player=nxt.current_player,
+    done=nxt.done,
+    truncated=nxt.truncated,
+    valid=act,
+  )
+  ret = actor.episode_return + nxt.rewards
+  length = actor.episode_length + 1
+  done = act & nxt.done
+  stats = RolloutStats(
+    episodes=jnp.sum(done).astype(jnp.int32),
+    return_sum=jnp.sum(jnp.where(done[:, None], ret, 0.0), axis=0),
+    length_sum=jnp.sum(jnp.where(done, length, 0)).astype(jnp.int32),
+    decision_steps=jnp.sum(decision).astype(jnp.int32),
+    searches=jnp.int32(0 if search is None else num_envs),
+    transitions=jnp.sum(act).astype(jnp.int32),
+  )
+  fresh = jax.vmap(env.init)(k_reset)
+  env_state = _where(done, fresh, _where(act, nxt, s))
+  actor = ActorState(
+    env_state=env_state,
+    episode_return=jnp.where(
+      done[:, None], 0.0, jnp.where(act[:, None], ret, actor.episode_return)
+    ),
+    episode_length=jnp.where(done, 0, jnp.where(act, length, actor.episode_length)),
+    key=jnp.where(act[:, None], lane_key, actor.key),
+    surplus=actor.surplus,
+  )
+  return actor, record, stats
 
 
 def rollout(
@@ -69,61 +177,68 @@ def rollout(
   config: SearchConfig,
   num_steps: int,
   temperature: chex.Numeric,
+  search_at_chance: bool = False,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
-  """Plays `num_steps` transitions in every lane.
+  """Plays `num_steps * B` transitions (over time; see the module docstring).
 
-  Returns the new actor state, the `Transition` record `[T, B]` and the
-  chunk's `RolloutStats`.
+  Args:
+    params, actor, key: network parameters, the lanes, a PRNG key.
+    env, network, config: the game, the model and the search settings.
+    num_steps: T, transitions per lane per chunk (on average).
+    temperature: self-play move temperature.
+    search_at_chance: the old path: search at every node, one transition per
+      lane per search.
+
+  Returns:
+    The new actor state, the `Transition` record `[I * (R + 1), B]` (R =
+    `env.chance_run`, 0 with `search_at_chance`; I = T iterations at most,
+    invalid slots where a lane had nothing to do; exactly `[T, B]`, all valid,
+    with `search_at_chance`) and the chunk's `RolloutStats`.
   """
   num_envs = actor.episode_length.shape[0]
-  num_actions = env.num_actions
+  run = 0 if search_at_chance else env.chance_run
+  quota = num_steps * num_envs - actor.surplus
+  no_move = jnp.zeros((num_envs,), jnp.int32)
 
-  def one_step(actor: ActorState, key):
-    k_search, k_chance, k_reset = jax.random.split(key, 3)
-    s = actor.env_state
+  def iteration(actor: ActorState, key: chex.PRNGKey):
+    records, stats = [], []
+    for _ in range(run):  # chance nodes, no search
+      actor, rec, st = _play(
+        actor, actor.env_state.current_player == envs.CHANCE, no_move, None, env=env
+      )
+      records.append(rec)
+      stats.append(st)
     out = search_policy(
-      params, s, k_search, network=network, env=env, config=config, temperature=temperature
+      params, actor.env_state, key, network=network, env=env, config=config, temperature=temperature
     )
-    is_chance = s.current_player == envs.CHANCE
-    outcome = envs.chance_outcome(s, k_chance)
-    env_action = jnp.where(is_chance, outcome, out.action).astype(jnp.int32)
-    unified = jnp.where(is_chance, num_actions + outcome, out.action)
-    nxt = jax.vmap(env.step)(s, env_action)
-    decision = s.current_player >= 0
-    record = Transition(
-      observation=s.observation,
-      player=s.current_player,
-      action=unified.astype(jnp.int32),
-      rewards=nxt.rewards,
-      search_policy=jnp.where(decision[:, None], out.action_weights, 0.0),
-      search_value=jnp.where(decision, out.root_value, 0.0),
-      chance_probs=s.chance_probs,
-      next_player=nxt.current_player,
-      done=nxt.done,
-      truncated=nxt.truncated,
-      valid=jnp.ones((num_envs,), jnp.bool_),
-    )
-    ret = actor.episode_return + nxt.rewards
-    length = actor.episode_length + 1
-    done = nxt.done
-    stats = RolloutStats(
-      episodes=jnp.sum(done).astype(jnp.int32),
-      return_sum=jnp.sum(jnp.where(done[:, None], ret, 0.0), axis=0),
-      length_sum=jnp.sum(jnp.where(done, length, 0)).astype(jnp.int32),
-      decision_steps=jnp.sum(decision).astype(jnp.int32),
-      transitions=jnp.int32(num_envs),
-    )
-    fresh = jax.vmap(env.init)(jax.random.split(k_reset, num_envs))
-    env_state = jax.tree.map(
-      lambda f, x: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, nxt
-    )
-    actor = ActorState(
-      env_state=env_state,
-      episode_return=jnp.where(done[:, None], 0.0, ret),
-      episode_length=jnp.where(done, 0, length),
-    )
-    return actor, (record, stats)
+    actor, rec, st = _play(actor, jnp.ones((num_envs,), jnp.bool_), out.action, out, env=env)
+    records.append(rec)
+    stats.append(st)
+    stack = lambda *xs: jnp.stack(xs)
+    total = lambda *xs: functools.reduce(jnp.add, xs)
+    return actor, jax.tree.map(stack, *records), jax.tree.map(total, *stats)
 
-  actor, (records, stats) = jax.lax.scan(one_step, actor, jax.random.split(key, num_steps))
-  totals = jax.tree.map(lambda x: jnp.sum(x, axis=0), stats)
-  return actor, records, totals
+  example = jax.eval_shape(iteration, actor, key)[1:]
+  zeros = lambda x: jnp.zeros((num_steps,) + x.shape, x.dtype)
+  records0, stats0 = jax.tree.map(zeros, example[0]), example[1]
+  stats0 = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), stats0)
+
+  def cond(carry):
+    i, _, _, _, stats = carry
+    return (i < num_steps) & (stats.transitions < quota)
+
+  def body(carry):
+    i, actor, records, key, stats = carry
+    key, k = jax.random.split(key)
+    actor, rec, st = iteration(actor, k)
+    records = jax.tree.map(lambda r, x: r.at[i].set(x), records, rec)
+    stats = jax.tree.map(jnp.add, stats, st)
+    return i + 1, actor, records, key, stats
+
+  _, actor, records, _, stats = jax.lax.while_loop(
+    cond, body, (jnp.int32(0), actor, records0, key, stats0)
+  )
+  # Iterations that did not run stay all-zero records: valid False.
+  records = jax.tree.map(lambda x: x.reshape((num_steps * (run + 1),) + x.shape[2:]), records)
+  actor = actor.replace(surplus=stats.transitions - quota)
+  return actor, records, stats

@@ -50,12 +50,21 @@ def _assert_trees_equal(a, b):
 def test_anakin_steps_run_on_every_game(name):
   learner = Learner(tiny_config(name))
   state = learner.init(jax.random.PRNGKey(0))
+  transitions = 0
   for _ in range(3):
     state, metrics = learner.jit_step(state)
+    transitions += int(metrics["transitions"])
   metrics = jax.device_get(metrics)
   assert int(state.update_step) > 0, "no update was applied"
   assert np.isfinite(metrics["loss"])
-  assert int(state.env_steps) == 3 * learner.transitions_per_chunk
+  # B * T transitions per chunk over time: what one chunk makes beyond its
+  # quota (searching only at decisions, lanes move in whole chance runs) is
+  # the next chunk's surplus.
+  assert int(state.env_steps) == transitions
+  surplus = transitions - 3 * learner.transitions_per_chunk
+  assert surplus == int(state.actor.surplus)
+  assert 0 <= surplus < learner.config.train.num_envs * (learner.env.chance_run + 1)
+  assert int(metrics["searches"]) >= int(metrics["decision_steps"])
   for leaf in jax.tree.leaves(state.params):
     assert np.all(np.isfinite(np.asarray(leaf)))
 
