@@ -1,0 +1,273 @@
+"""A profile of one Anakin step: each jitted piece timed alone, the whole step
+end to end, for several configs in one process (`scripts/benchmark_train.py`).
+
+Pieces, all jitted on their own and run on the state of a warmed-up learner
+(replay filled past `min_replay`, so updates are applied):
+
+* rollout: one self-play chunk (search, env and bookkeeping);
+* search: one search call on B lanes (`selfplay.search_policy`); a chunk makes
+  `searches / B` of them;
+* replay add, replay prepare: once per chunk;
+* sample, update: one batch draw; one gradient update (its own draw
+  included), `updates_per_chunk` of them per step;
+* step: the whole jitted Anakin step, chained over repeats (the state
+  advances, as in training).
+
+Timing: compile and one warm-up call, then the median of `repeats` blocking
+calls. The configs take turns call by call, so a change of machine load hits
+them all alike; compare them by the ratio measured in the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import statistics
+import time
+from typing import Callable, Dict, List, Sequence
+
+import jax
+import numpy as np
+
+from anakin_mz import replay as replay_lib
+from anakin_mz.anakin import Learner, TrainState
+from anakin_mz.config import Config
+from anakin_mz.selfplay import rollout, search_policy
+
+PIECES = ("rollout", "search", "replay_add", "replay_prepare", "sample", "update")
+
+
+@dataclasses.dataclass
+class Profile:
+  """Medians (seconds per call) and per-step counts of one config.
+
+  Attributes:
+    name: label of the config.
+    seconds: piece -> median seconds of one call (PIECES and "step").
+    calls: piece -> calls per Anakin step (mean over the timed steps).
+    transitions, searches, decisions, updates: per step (means).
+    num_simulations: simulations per search.
+  """
+
+  name: str
+  seconds: Dict[str, float]
+  calls: Dict[str, float]
+  transitions: float
+  searches: float
+  decisions: float
+  updates: float
+  num_simulations: int
+
+  @property
+  def step(self) -> float:
+    return self.seconds["step"]
+
+  def rates(self) -> Dict[str, float]:
+    """End-to-end figures of the Anakin step, per second."""
+    return {
+      "env transitions/s": self.transitions / self.step,
+      "searches/s": self.searches / self.step,
+      "simulations/s": self.searches * self.num_simulations / self.step,
+      "updates/s": self.updates / self.step,
+      "decisions/search": self.decisions / max(self.searches, 1.0),
+    }
+
+
+def _block(x):
+  return jax.block_until_ready(x)
+
+
+class _Subject:
+  """One config: its learner, warmed state and jitted pieces."""
+
+  def __init__(self, name: str, config: Config, seed: int):
+    self.name = name
+    self.learner = learner = Learner(config)
+    tc = config.train
+    state = learner.init(jax.random.PRNGKey(seed))
+    # Fill the buffer until updates apply (updates cost what they cost only
+    # once `ready`; before that they are computed and dropped anyway).
+    for _ in range(2 * tc.min_replay // tc.rollout_length + 2):
+      state, metrics = learner.jit_step(state)
+    if int(metrics["updates_applied"]) == 0:
+      raise ValueError(f"{name}: no update applied after warm-up")
+    self.state: TrainState = state
+    self.chain = state
+    env, net = learner.env, learner.network
+    search_cfg = config.search
+    temperature = learner.temperature(state.update_step)
+    self.rollout = jax.jit(functools.partial(_rollout, learner=learner, temperature=temperature))
+    self.search = jax.jit(
+      lambda params, key, s: (
+        search_policy(
+          params, key, s, network=net, env=env, config=search_cfg, temperature=temperature
+        ).action_weights
+      )
+    )
+    self.add = jax.jit(functools.partial(replay_lib.add, drop_invalid=True))
+    self.prepare = jax.jit(
+      functools.partial(
+        replay_lib.prepare,
+        K=tc.unroll_steps,
+        num_players=env.num_players,
+        payoff=env.payoff,
+        td_steps=tc.td_steps,
+        discount=tc.discount,
+      )
+    )
+    self.sample = jax.jit(
+      functools.partial(
+        replay_lib.sample_prepared,
+        batch_size=tc.batch_size,
+        K=tc.unroll_steps,
+        num_players=env.num_players,
+        num_actions=env.num_actions,
+      )
+    )
+    self.update = jax.jit(
+      lambda params, opt, key, prepared: learner._update(  # pylint: disable=protected-access
+        (params, opt), key, prepared=prepared, axis_name=None
+      )
+    )
+    # Inputs of the pieces, from the warmed state.
+    key = jax.random.PRNGKey(seed + 1)
+    _, self.records, _ = self.rollout(state.params, state.actor, key)
+    self.prepared = self.prepare(self.add(state.buffer, self.records))
+    self.counts: List[Dict[str, float]] = []
+
+  def calls(self) -> Dict[str, Callable[[], object]]:
+    s, key = self.state, jax.random.PRNGKey(7)
+    return {
+      "rollout": lambda: self.rollout(s.params, s.actor, key),
+      "search": lambda: self.search(s.params, key, s.actor.env_state),
+      "replay_add": lambda: self.add(s.buffer, self.records),
+      "replay_prepare": lambda: self.prepare(s.buffer),
+      "sample": lambda: self.sample(self.prepared, key),
+      "update": lambda: self.update(s.params, s.opt_state, key, self.prepared),
+      "step": self._step,
+    }
+
+  def _step(self):
+    self.chain, metrics = self.learner.jit_step(self.chain)
+    metrics = jax.device_get(metrics)
+    self.counts.append(
+      {
+        k: float(metrics[k])
+        for k in ("transitions", "searches", "decision_steps", "updates_applied")
+      }
+    )
+    return metrics
+
+
+def _rollout(params, actor, key, *, learner: Learner, temperature):
+  tc = learner.config.train
+  return rollout(
+    params,
+    actor,
+    key,
+    env=learner.env,
+    network=learner.network,
+    config=learner.config.search,
+    num_steps=tc.rollout_length,
+    temperature=temperature,
+    search_at_chance=tc.search_at_chance,
+  )
+
+
+def profile(
+  configs: Sequence[tuple],
+  repeats: int = 5,
+  seed: int = 0,
+  log: Callable[[str], None] = lambda _: None,
+) -> List[Profile]:
+  """Times the pieces and the whole step of each `(name, Config)`.
+
+  Returns one `Profile` per config, in order.
+  """
+  if repeats < 1:
+    raise ValueError(f"repeats must be >= 1, got {repeats}")
+  subjects = []
+  for name, config in configs:
+    log(f"compiling and warming up: {name}")
+    subjects.append(_Subject(name, config, seed))
+  pieces = list(PIECES) + ["step"]
+  calls = [s.calls() for s in subjects]
+  for c in calls:  # compile + warm-up
+    for piece in pieces:
+      _block(c[piece]())
+  for s in subjects:
+    s.counts.clear()
+  times = [{p: [] for p in pieces} for _ in subjects]
+  for r in range(repeats):
+    log(f"repeat {r + 1}/{repeats}")
+    for piece in pieces:
+      for i, c in enumerate(calls):
+        t0 = time.perf_counter()
+        _block(c[piece]())
+        times[i][piece].append(time.perf_counter() - t0)
+  out = []
+  for s, t in zip(subjects, times):
+    mean = lambda k: float(np.mean([c[k] for c in s.counts]))  # pylint: disable=cell-var-from-loop
+    tc = s.learner.config.train
+    num_envs = tc.num_envs
+    per_step = {
+      "rollout": 1.0,
+      "search": mean("searches") / num_envs,
+      "replay_add": 1.0,
+      "replay_prepare": 1.0,
+      "sample": float(s.learner.updates_per_chunk),
+      "update": float(s.learner.updates_per_chunk),
+      "step": 1.0,
+    }
+    out.append(
+      Profile(
+        name=s.name,
+        seconds={p: statistics.median(v) for p, v in t.items()},
+        calls=per_step,
+        transitions=mean("transitions"),
+        searches=mean("searches"),
+        decisions=mean("decision_steps"),
+        updates=mean("updates_applied"),
+        num_simulations=s.learner.config.search.num_simulations,
+      )
+    )
+  return out
+
+
+def report(profiles: Sequence[Profile]) -> str:
+  """The breakdown table and the end-to-end figures, with the ratio of each
+  profile to the last one (the baseline)."""
+  names = [p.name for p in profiles]
+  width = max(12, *(len(n) for n in names)) + 2
+  lines = [
+    "Breakdown of one Anakin step: ms per call x calls per step = ms per step (% of the step).",
+    "`update` includes its batch draw, so `sample` is part of it; `search` is part of `rollout`.",
+  ]
+  head = f"{'piece':<16}" + "".join(f"{n:>{2 * width + 10}}" for n in names)
+  lines.append(head)
+  for piece in list(PIECES) + ["step"]:
+    row = f"{piece:<16}"
+    for p in profiles:
+      ms = 1e3 * p.seconds[piece]
+      n = p.calls[piece]
+      total = ms * n
+      cell = f"{ms:8.2f} x {n:5.1f} = {total:8.1f} ({100 * total / (1e3 * p.step):3.0f}%)"
+      row += f"{cell:>{2 * width + 10}}"
+    lines.append(row)
+  lines.append("")
+  base = profiles[-1]
+  head = f"{'end to end':<20}" + "".join(f"{n:>{width}}" for n in names)
+  if len(profiles) > 1:
+    head += "".join(f"{'ratio ' + p.name[:8]:>{width + 4}}" for p in profiles[:-1])
+  lines.append(head)
+  for key in profiles[0].rates():
+    row = f"{key:<20}" + "".join(
+      f"{p.rates()[key]:>{width}.1f}" if p.rates()[key] >= 10 else f"{p.rates()[key]:>{width}.3f}"
+      for p in profiles
+    )
+    if len(profiles) > 1:
+      for p in profiles[:-1]:
+        ratio = p.rates()[key] / max(base.rates()[key], 1e-12)
+        row += f"{ratio:>{width + 4}.2f}x"
+    lines.append(row)
+  return "\n".join(lines)

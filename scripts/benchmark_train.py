@@ -1,0 +1,83 @@
+"""Profile one Anakin step: self-play that searches only at decision nodes
+beside the old path that searches at every node, in one process.
+
+    python scripts/benchmark_train.py --env nannon
+    taskset -c 1 python scripts/benchmark_train.py --env einstein --repeats 7
+    python scripts/benchmark_train.py --env nannon search.num_simulations=32
+
+Prints the time of each jitted piece of the step (rollout, search, replay add
+and prepare, sampling, updates) and the end-to-end env transitions/s,
+searches/s, simulations/s and updates/s of the whole step, for both paths,
+with their ratio (medians over repeats, the paths taking turns). The config
+is `configs/<env>.yaml` unless --config is given; `section.key=value`
+arguments override it (both paths). See `anakin_mz/profiling.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import envs
+from anakin_mz import config as config_lib
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
+  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("--config", default=None, help="YAML config (default configs/<env>.yaml)")
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser.add_argument("--repeats", type=int, default=5, help="timed calls per piece (median)")
+  parser.add_argument("--seed", type=int, default=0)
+  args = parser.parse_args(argv)
+
+  if args.env not in envs.registered():
+    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  if args.repeats < 1:
+    parser.error("--repeats must be >= 1")
+  if any(o.split("=", 1)[0].strip() == "train.search_at_chance" for o in args.overrides):
+    parser.error("train.search_at_chance is set by the benchmark (it runs both paths)")
+  path = args.config or os.path.join(CONFIG_DIR, f"{args.env}.yaml")
+  configs = []
+  try:
+    for name, flag in (("decisions", "false"), ("everywhere", "true")):
+      cfg = config_lib.load(path, list(args.overrides) + [f"train.search_at_chance={flag}"])
+      configs.append((name, cfg))
+  except ValueError as e:
+    parser.error(str(e))
+  if configs[0][1].env != args.env:
+    parser.error(f"--env={args.env} but config {path!r} is for env {configs[0][1].env!r}")
+
+  from anakin_mz import profiling  # pylint: disable=import-outside-toplevel
+  import jax  # pylint: disable=import-outside-toplevel
+
+  log = lambda msg: print(msg, file=sys.stderr, flush=True)
+  try:
+    profiles = profiling.profile(configs, repeats=args.repeats, seed=args.seed, log=log)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  tc = configs[0][1].train
+  print(
+    f"{args.env}: {jax.devices()[0].platform} x{len(jax.devices())}, num_envs "
+    f"{tc.num_envs}, rollout_length {tc.rollout_length}, "
+    f"{configs[0][1].search.num_simulations} simulations, batch {tc.batch_size}, "
+    f"replay_ratio {tc.replay_ratio}; medians of {args.repeats} calls"
+  )
+  print(
+    "paths: decisions = search only at decision nodes (default); "
+    "everywhere = train.search_at_chance=true"
+  )
+  print(profiling.report(profiles))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
