@@ -10,6 +10,7 @@ buffers, start by start.
 """
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 import envs
+from anakin_mz import config as config_lib
 from anakin_mz import replay
 from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.search import SearchConfig
@@ -157,3 +159,10 @@ def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run)
   b_old, b_new = at(p_old), at(p_new)
   for f in b_old.keys():
     np.testing.assert_array_equal(np.asarray(b_old[f]), np.asarray(b_new[f]), err_msg=f)
+
+
+def test_search_at_chance_flag_must_be_a_bool():
+  path = os.path.join(os.path.dirname(__file__), "..", "configs", "nannon.yaml")
+  assert config_lib.load(path, ["train.search_at_chance=true"]).train.search_at_chance
+  with pytest.raises(ValueError, match="train.search_at_chance must be of type bool"):
+    config_lib.load(path, ["train.search_at_chance=sometimes"])
