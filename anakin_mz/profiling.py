@@ -5,7 +5,7 @@ Pieces, all jitted on their own and run on the state of a warmed-up learner
 (replay filled past `min_replay`, so updates are applied):
 
 * rollout: one self-play chunk (search, env and bookkeeping);
-* search: one search call on B lanes (`selfplay.search_policy`); a chunk makes
+* search: one search call on B lanes (`act.search_policy`); a chunk makes
   `searches / B` of them;
 * replay add, replay prepare: once per chunk;
 * sample, update: one batch draw; one gradient update (its own draw
@@ -32,7 +32,8 @@ import numpy as np
 from anakin_mz import replay as replay_lib
 from anakin_mz.anakin import Learner, TrainState
 from anakin_mz.config import Config
-from anakin_mz.selfplay import rollout, search_policy
+from anakin_mz.act import search_policy
+from anakin_mz.selfplay import rollout
 
 PIECES = ("rollout", "search", "replay_add", "replay_prepare", "sample", "update")
 
@@ -100,7 +101,7 @@ class _Subject:
     self.search = jax.jit(
       lambda params, key, s: (
         search_policy(
-          params, key, s, network=net, env=env, config=search_cfg, temperature=temperature
+          params, s, key, network=net, env=env, config=search_cfg, temperature=temperature
         ).action_weights
       )
     )
@@ -112,7 +113,7 @@ class _Subject:
         num_players=env.num_players,
         payoff=env.payoff,
         td_steps=tc.td_steps,
-        discount=tc.discount,
+        discount=config.discount,
       )
     )
     self.sample = jax.jit(
@@ -125,7 +126,7 @@ class _Subject:
       )
     )
     self.update = jax.jit(
-      lambda params, opt, key, prepared: learner._update(  # pylint: disable=protected-access
+      lambda params, opt, key, prepared: learner._update(
         (params, opt), key, prepared=prepared, axis_name=None
       )
     )
@@ -207,7 +208,7 @@ def profile(
         times[i][piece].append(time.perf_counter() - t0)
   out = []
   for s, t in zip(subjects, times):
-    mean = lambda k: float(np.mean([c[k] for c in s.counts]))  # pylint: disable=cell-var-from-loop
+    mean = lambda k: float(np.mean([c[k] for c in s.counts]))
     tc = s.learner.config.train
     num_envs = tc.num_envs
     per_step = {

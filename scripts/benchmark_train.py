@@ -55,8 +55,8 @@ def main(argv=None) -> int:
   if configs[0][1].env != args.env:
     parser.error(f"--env={args.env} but config {path!r} is for env {configs[0][1].env!r}")
 
-  from anakin_mz import profiling  # pylint: disable=import-outside-toplevel
-  import jax  # pylint: disable=import-outside-toplevel
+  from anakin_mz import profiling
+  import jax
 
   log = lambda msg: print(msg, file=sys.stderr, flush=True)
   try:
