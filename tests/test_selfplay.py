@@ -79,12 +79,13 @@ def _play(env, network, params, search_at_chance):
   return lanes, buf, jax.device_get(totals), jax.device_get(actor)
 
 
-@pytest.mark.parametrize("chance_run", [2, 1])
+@pytest.mark.parametrize("chance_run", [3, 1])
 def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run):
   env = envs.make("nannon")
-  # chance_run=1 is shorter than a forfeit's two rolls: the fallback (a chance
-  # node played in the search slot) is exercised too.
-  env.game.chance_run = chance_run
+  # Nannon's bound is 3; 1 is shorter than a forfeit's two rolls, so the
+  # fallback (a chance node played in the search slot) is exercised too.
+  env.game.max_chance_run = chance_run
+  assert env.chance_run == chance_run
   network = Network(env, NetworkConfig(kind="mlp", hidden=(16,), latent_dim=8))
   params = network.init(jax.random.PRNGKey(0))
   old, old_buf, old_stats, old_actor = _play(env, network, params, True)
