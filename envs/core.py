@@ -334,7 +334,6 @@ class Env:
     `rewards` of the result is the sum over the sampled transitions (zeros if
     `state` is not a chance node).
     """
-    game = self._game
     g, rewards, step_count = self._sample_game_chance(
       state.game,
       state.step_count,
