@@ -18,31 +18,13 @@ from envs.policy import random_policy
 
 
 def random_action(state: State, key: jax.Array) -> jax.Array:
-  """int32 `[]`: a uniformly random legal action at a decision node
-  (`random_policy`), a chance outcome at a chance node (`chance_outcome`), 0
-  when done."""
+  """int32 `[...]` (a state or a batch of them): a uniformly random legal
+  action at a decision node (`random_policy`), a chance outcome at a chance
+  node (`chance_outcome`), 0 when done."""
   k1, k2 = jax.random.split(key)
   return jnp.where(
     state.current_player == CHANCE, chance_outcome(state, k2), random_policy(state, k1)
   ).astype(jnp.int32)
-
-
-def batched_random_action(key: jax.Array, state: State) -> jax.Array:
-  """int32 `[B]`: like `random_action` for a batched `state` `[B]`, drawing
-  one uniform array for the whole batch (no per-game key splitting), so it
-  is cheap enough for throughput benchmarks."""
-  batch = state.current_player.shape[0]
-  # One uniform per game serves both draws: the k-th legal action, with
-  # k = floor(u * number of legal actions), and the inverse-CDF outcome.
-  u = jax.random.uniform(key, (batch, 1))
-  mask = state.legal_action_mask
-  count = jnp.sum(mask, axis=-1, keepdims=True)
-  k = jnp.minimum(jnp.floor(u * count), jnp.maximum(count - 1, 0))
-  act = jnp.argmax(jnp.cumsum(mask, axis=-1) > k, axis=-1)
-  cdf = jnp.cumsum(state.chance_probs, axis=-1)
-  out = jnp.sum(cdf < u * cdf[:, -1:], axis=-1)
-  out = jnp.minimum(out, state.chance_probs.shape[-1] - 1)
-  return jnp.where(state.current_player == CHANCE, out, act).astype(jnp.int32)
 
 
 def random_playout(env: Env, key: jax.Array, batch: int, num_steps: int) -> Dict[str, np.ndarray]:

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from envs.testing import batched_random_action
+from envs.testing import random_action
 
 # Extra rows at non-default parameters: label -> (registered name, params).
 VARIANTS: Dict[str, Tuple[str, Dict[str, object]]] = {
@@ -80,7 +80,7 @@ def mixed_states(env: envs.Env, batch: int, moves: int, key: jax.Array) -> envs.
 
     def body(s, k):
       ka, kr = jax.random.split(k)
-      s = jax.vmap(env.step)(s, batched_random_action(ka, s))
+      s = jax.vmap(env.step)(s, random_action(s, ka))
       fresh = jax.vmap(env.init)(jax.random.split(kr, batch))
       return jax.tree.map(
         lambda f, x: jnp.where(s.done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh, s
@@ -118,7 +118,7 @@ def anatomy(label: str, env: envs.Env, batch: int, repeats: int) -> None:
   game = env.game
   key = jax.random.PRNGKey(0)
   s = mixed_states(env, batch, 7, key)
-  a = batched_random_action(jax.random.PRNGKey(1), s)
+  a = random_action(s, jax.random.PRNGKey(1))
   keys = jax.random.split(jax.random.PRNGKey(2), batch)
   decision = jnp.maximum(s.current_player, 0)
   n_chance = int(jnp.sum(s.current_player == envs.CHANCE))
@@ -174,7 +174,7 @@ def anatomy(label: str, env: envs.Env, batch: int, repeats: int) -> None:
     ("game.chance_probs", jax.vmap(game.chance_probs), (g,)),
     ("game.current_player", jax.vmap(game.current_player), (g,)),
     ("game.observe", jax.vmap(game.observe), (g, decision)),
-    ("random action (harness)", batched_random_action, (jax.random.PRNGKey(3), s)),
+    ("random action (harness)", random_action, (s, jax.random.PRNGKey(3))),
   ]
   base = None
   print(f"{'wall time of jit(vmap)':<24}{'ms':>9}{'ns/lane':>9}{'of step':>9}")

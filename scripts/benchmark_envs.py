@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import envs
+from envs.policy import random_legal_action
 
 # label -> (registered name, params, OpenSpiel game string or None).
 GAMES: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
@@ -47,28 +48,6 @@ GAMES: Dict[str, Tuple[str, Dict[str, object], Optional[str]]] = {
   "carchess": ("carchess", {}, None),
 }
 PGX_PEERS = ("connect_four", "backgammon")
-
-
-def random_legal(key: jax.Array, mask: jax.Array) -> jax.Array:
-  """int32 `[B]`: a uniformly random legal action per row of `mask` `[B, A]`
-  (0 where none is legal), from one uniform per row: the k-th legal action.
-  The running count is a matmul with a triangular matrix (`jnp.cumsum` is a
-  quadratic reduce_window on CPU; noise per action and a loop over the
-  actions measured slower in this loop)."""
-  n = mask.shape[-1]
-  running = mask.astype(jnp.float32) @ jnp.triu(jnp.ones((n, n), jnp.float32))
-  count = running[:, -1:]
-  k = jnp.floor(jax.random.uniform(key, count.shape) * count)
-  return jnp.argmax(running > k, axis=-1).astype(jnp.int32)
-
-
-def random_outcome(key: jax.Array, probs: jax.Array) -> jax.Array:
-  """int32 `[B]`: a chance outcome per row of `probs` `[B, S]`, by inverse
-  CDF from one uniform in (0, 1] (never an outcome of probability 0)."""
-  n = probs.shape[-1]
-  cdf = probs @ jnp.triu(jnp.ones((n, n), probs.dtype))
-  u = 1.0 - jax.random.uniform(key, cdf[:, :1].shape)
-  return jnp.minimum(jnp.sum(cdf < u * cdf[:, -1:], axis=-1), n - 1).astype(jnp.int32)
 
 
 def where_done(done: jax.Array, fresh, state):
@@ -104,7 +83,7 @@ def loop(
       s, n = carry
       ka, ks, kr = jax.random.split(jax.random.fold_in(k1, i), 3)
       n = n + jnp.sum(decisions(s))
-      a = random_legal(ka, mask(s))
+      a = random_legal_action(mask(s), ka)
       s = step(s, a, jax.random.split(ks, batch), ks)
       s = where_done(done(s), init(jax.random.split(kr, batch)), s)
       return s, n
@@ -131,7 +110,7 @@ def ours_keyed(env: envs.Env, batch: int, steps: int):
 def ours_explicit(env: envs.Env, batch: int, steps: int):
 
   def step(s, a, _, key):
-    outcome = random_outcome(key, s.chance_probs)
+    outcome = envs.chance_outcome(s, key)
     return jax.vmap(env.step)(s, jnp.where(s.current_player == envs.CHANCE, outcome, a))
 
   return loop(

@@ -23,7 +23,8 @@ from envs.breakthrough import (
 )
 from envs.testing import random_playout
 import envs.bots
-from envs.bots.uct import legal_slots, mcts_policy, rollout_value, uniform_legal_action
+from envs.bots.uct import legal_slots, mcts_policy, rollout_value
+from envs.policy import random_legal_action
 
 
 def _env(rows=5, columns=5):
@@ -52,7 +53,7 @@ def _random_positions(env, key, batch, num_steps):
     s = jax.vmap(env.init)(jax.random.split(k0, batch))
 
     def body(s, k):
-      s2 = jax.vmap(env.step)(s, uniform_legal_action(s.legal_action_mask, k))
+      s2 = jax.vmap(env.step)(s, random_legal_action(s.legal_action_mask, k))
       return s2, (s.game, s.current_player >= 0)
 
     return jax.lax.scan(body, s, jax.random.split(k1, num_steps))[1]
@@ -337,13 +338,13 @@ def test_bad_params():
     mcts_policy(_env(), max_legal_actions=76)
 
 
-def test_uniform_legal_action():
+def test_random_legal_action():
   mask = np.zeros((4, 300), bool)
   mask[0, [3, 40, 299]] = True
   mask[1, 31:33] = True  # across a block boundary
   mask[2, 5] = True
   keys = jax.random.split(jax.random.PRNGKey(0), 3000)
-  draws = np.asarray(jax.jit(jax.vmap(uniform_legal_action, (None, 0)))(jnp.asarray(mask), keys))
+  draws = np.asarray(jax.jit(jax.vmap(random_legal_action, (None, 0)))(jnp.asarray(mask), keys))
   assert set(draws[:, 0]) == {3, 40, 299}
   assert set(draws[:, 1]) == {31, 32} and set(draws[:, 2]) == {5}
   assert set(draws[:, 3]) == {0}  # no legal action

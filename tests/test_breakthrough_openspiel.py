@@ -23,7 +23,8 @@ import pytest
 
 import envs
 from envs.breakthrough import BLACK, WHITE, from_openspiel_action, to_openspiel_action
-from envs.bots.uct import legal_slots, uniform_legal_action
+from envs.bots.uct import legal_slots
+from envs.policy import random_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -63,7 +64,7 @@ def _play(env, key, batch):
   from_os = jax.vmap(jax.vmap(from_openspiel_action, (None, 0)))
 
   def body(s, k):
-    a = uniform_legal_action(s.legal_action_mask, k)
+    a = random_legal_action(s.legal_action_mask, k)
     legal = jnp.packbits(s.legal_action_mask, axis=-1, bitorder="little")
     acts, valid = legal_slots(s.legal_action_mask, slots)
     os_legal = to_os(s.game, acts)

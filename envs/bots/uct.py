@@ -24,32 +24,7 @@ import mctx
 
 from envs.bots import Bot, register_bot
 from envs.core import Env, State
-from envs.policy import Policy
-
-_BLOCK = 32
-
-
-def uniform_legal_action(mask: jax.Array, key: jax.Array) -> jax.Array:
-  """int32 `[...]`: a uniformly random True index of `mask` `[..., A]`
-  (0 where no entry is True).
-
-  One uniform draw per row, then the k-th legal action found by counting in
-  blocks of 32: much cheaper on CPU than a categorical or a cumsum over A.
-  """
-  a = mask.shape[-1]
-  nb = -(-a // _BLOCK)
-  pad = [(0, 0)] * (mask.ndim - 1) + [(0, nb * _BLOCK - a)]
-  m = jnp.pad(mask.astype(jnp.int32), pad).reshape(mask.shape[:-1] + (nb, _BLOCK))
-  counts = m.sum(-1)
-  total = counts.sum(-1)
-  k = jnp.floor(jax.random.uniform(key, total.shape) * total).astype(jnp.int32)
-  k = jnp.minimum(k, jnp.maximum(total - 1, 0))
-  ends = jnp.cumsum(counts, -1)
-  block = jnp.argmax(ends > k[..., None], -1)
-  before = jnp.take_along_axis(ends - counts, block[..., None], -1)[..., 0]
-  row = jnp.take_along_axis(m, block[..., None, None], -2)[..., 0, :]
-  inner = jnp.argmax(jnp.cumsum(row, -1) > (k - before)[..., None], -1)
-  return jnp.where(total > 0, block * _BLOCK + inner, 0).astype(jnp.int32)
+from envs.policy import Policy, random_legal_action
 
 
 def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
@@ -73,7 +48,7 @@ def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
     k, sub = jax.random.split(k)
     live = jax.vmap(game.current_player)(g) >= 0
     mask = jax.vmap(game.legal_action_mask)(g)
-    a = uniform_legal_action(mask, sub)
+    a = random_legal_action(mask, sub)
     g2, r = jax.vmap(game.apply_action)(g, a)
     g = jax.tree.map(
       lambda new, old: jnp.where(live.reshape((-1,) + (1,) * (new.ndim - 1)), new, old), g2, g
