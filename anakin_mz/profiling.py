@@ -272,3 +272,20 @@ def report(profiles: Sequence[Profile]) -> str:
         row += f"{ratio:>{width + 4}.2f}x"
     lines.append(row)
   return "\n".join(lines)
+
+
+def time_pstep(config: Config, *, repeats: int = 8, warmup: int = 3) -> float:
+  """Median wall seconds of one `Learner.pstep` (the run loop's Anakin step
+  on every local device), after `warmup` steps (compilation included)."""
+  learner = Learner(config)
+  state = learner.init_replicated(config.seed)
+  for _ in range(warmup):
+    state, _ = learner.pstep(state)
+    jax.block_until_ready(state)
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    state, _ = learner.pstep(state)
+    jax.block_until_ready(state)
+    times.append(time.perf_counter() - t0)
+  return float(np.median(times))

@@ -37,6 +37,9 @@ TINY = [
   "train.eval_every=0",
   "train.log_every=1",
   "train.eval_games=4",
+  # A fixed temperature span keeps total_updates out of the compiled step, so
+  # every test here shares one compilation (the XLA cache).
+  "train.temperature_decay_updates=100",
 ]
 UPDATES_PER_STEP = 4
 

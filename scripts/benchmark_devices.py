@@ -1,0 +1,85 @@
+"""How the Anakin step scales over this host's CPU cores, in one run.
+
+    python scripts/benchmark_devices.py --env nannon
+    python scripts/benchmark_devices.py --env nannon --devices 1 2 --repeats 8
+
+Times `Learner.pstep` (what `train.py` runs) in a fresh process per setting,
+the settings taking turns for `--rounds` rounds: one device pinned to one core
+(`taskset -c 0`, the baseline), one device on every core (JAX's default
+thread pool), and N devices (`train.py --devices N`). Prints the median
+updates/s and env transitions/s of each (summed over devices: `num_envs`
+and `batch_size` are per device) and the ratio to the baseline. The config is
+`configs/<env>.yaml`; `section.key=value` arguments override it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+import envs
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+WORKER = r"""
+import json, sys
+from anakin_mz import host
+host.configure(int(sys.argv[1]))
+import jax
+from anakin_mz import config as config_lib, profiling
+from anakin_mz.anakin import Learner
+cfg = config_lib.load(sys.argv[2], sys.argv[4:])
+dt = profiling.time_pstep(cfg, repeats=int(sys.argv[3]))
+learner = Learner(cfg)
+n = jax.local_device_count()
+print(json.dumps({"devices": n, "updates_per_s": learner.updates_per_chunk * n / dt,
+                  "env_steps_per_s": learner.transitions_per_chunk * n / dt}))
+"""
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
+  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser.add_argument("--devices", type=int, nargs="+", default=[2], help="device counts")
+  parser.add_argument("--repeats", type=int, default=8, help="timed steps per process")
+  parser.add_argument("--rounds", type=int, default=2, help="processes per setting")
+  args = parser.parse_intermixed_args(argv)
+  if args.env not in envs.registered():
+    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  if min(args.devices) < 1 or args.repeats < 1 or args.rounds < 1:
+    parser.error("--devices, --repeats and --rounds must be >= 1")
+  path = os.path.join(CONFIG_DIR, f"{args.env}.yaml")
+  pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+  settings = [("1 device, 1 core (taskset -c 0)", pin, 1), ("1 device, all cores", [], 1)]
+  settings += [(f"{n} devices, all cores", [], n) for n in args.devices if n > 1]
+  results = {name: [] for name, _, _ in settings}
+  for _ in range(args.rounds):
+    for name, prefix, n in settings:
+      cmd = prefix + [sys.executable, "-c", WORKER, str(n), path, str(args.repeats)]
+      out = subprocess.run(cmd + list(args.overrides), capture_output=True, text=True)
+      if out.returncode != 0:
+        print(f"error: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return 2
+      results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+      print(f"  {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+  base = statistics.median(r["updates_per_s"] for r in results[settings[0][0]])
+  print(f"{args.env}: medians of {args.rounds} processes x {args.repeats} steps")
+  print(f"{'setting':36} {'updates/s':>10} {'env steps/s':>12} {'vs 1 core':>10}")
+  for name, _, _ in settings:
+    ups = statistics.median(r["updates_per_s"] for r in results[name])
+    eps = statistics.median(r["env_steps_per_s"] for r in results[name])
+    print(f"{name:36} {ups:10.1f} {eps:12.0f} {ups / base:9.2f}x")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
