@@ -2,14 +2,16 @@
 
 On a CPU, JAX's default is one device whose XLA thread pool spans every core.
 For the small networks and batched games of this project that pool gains
-little from a second core: measured on a 2-core machine (Nannon's default
-config, one Anakin step, median of 8), one device used 2 cores for 0.9x the
-updates/s of one device pinned to 1 core. One JAX device *per core*, with the
-Anakin step `pmap`ped over them (each device plays its own lanes into its own
-replay buffer; gradients are averaged), gave 2.0x. So on CPU `train.py` makes
-one device per usable core (`--devices auto`, the cores `taskset` or the
-cgroup allow). Single-threaded devices (`--xla_cpu_multi_thread_eigen=false`)
-were slower (0.96x): XLA then serialises the devices' work.
+little from a second core. A first measurement on a 2-core machine (Nannon's
+default config, one Anakin step, median of 8, taken while other jobs loaded
+the machine, so only indicative): one device on both cores made 0.9x the
+updates/s of one device pinned to one core; one JAX device *per core*, with
+the Anakin step `pmap`ped over them (each device plays its own lanes into
+its own replay buffer; gradients are averaged), made 2.0x; single-threaded
+devices (`--xla_cpu_multi_thread_eigen=false`) 0.96x, as XLA then
+serialises the devices' work. So on CPU `train.py` makes one device per
+usable core (`--devices auto`, the cores `taskset` or the cgroup allow).
+`scripts/benchmark_devices.py` measures this again on a given machine.
 
 `num_envs` and `batch_size` are per device, so N devices generate N times
 the data of one and average N batches per update. On a GPU or TPU the
