@@ -358,22 +358,6 @@ def ndmz_search(
   noisy_logits = _logits_from_probs(probs)
   root_prior = _pad(_mask_invalid_actions(noisy_logits, invalid), num_slots)
   root_invalid = _pad(invalid.astype(root_prior.dtype), num_slots, 1.0)
-  zeros_b = jnp.zeros((batch_size,), jnp.int32)
-  mctx_root = mctx.RootFnOutput(
-    prior_logits=root_prior,
-    value=root.value,
-    embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE, player=zeros_b),
-  )
-
-  wrapped_recurrent_fn = functools.partial(
-    _recurrent,
-    recurrent_fn=recurrent_fn,
-    num_actions=num_actions,
-    num_outcomes=num_outcomes,
-    num_slots=num_slots,
-    num_players=num_players,
-    config=config,
-  )
   select = functools.partial(
     _select,
     num_actions=num_actions,
@@ -381,16 +365,20 @@ def ndmz_search(
     flip_opponents=flip_opponents,
     config=config,
   )
-  tree = mctx.search(
-    params=params,
-    rng_key=search_key,
-    root=mctx_root,
-    recurrent_fn=wrapped_recurrent_fn,
-    root_action_selection_fn=functools.partial(select, depth=0),
-    interior_action_selection_fn=select,
-    num_simulations=config.num_simulations,
-    max_depth=config.max_depth,
-    invalid_actions=root_invalid,
+  tree = _run_tree(
+    params,
+    search_key,
+    root,
+    recurrent_fn,
+    root_prior=root_prior,
+    root_invalid=root_invalid,
+    root_select=functools.partial(select, depth=0),
+    interior_select=select,
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    num_slots=num_slots,
+    num_players=num_players,
+    config=config,
   )
 
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions]
@@ -412,6 +400,55 @@ def ndmz_search(
     action_weights=action_weights,
     root_value=tree.node_values[:, tree.ROOT_INDEX],
     search_tree=tree,
+  )
+
+
+def _run_tree(
+  params,
+  search_key,
+  root: ModelOutput,
+  recurrent_fn,
+  *,
+  root_prior,
+  root_invalid,
+  root_select,
+  interior_select,
+  num_actions,
+  num_outcomes,
+  num_slots,
+  num_players,
+  config,
+  extra_data=None,
+) -> mctx.Tree:
+  """`mctx.search` over NDMZ nodes, shared by the PUCT and the Gumbel root:
+  the root is a choice node of relative player 0 with prior `root_prior`
+  `[B, S]` and `root_invalid` `[B, S]`; expansions go through `_recurrent`."""
+  zeros_b = jnp.zeros((root_prior.shape[0],), jnp.int32)
+  mctx_root = mctx.RootFnOutput(
+    prior_logits=root_prior,
+    value=root.value,
+    embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE, player=zeros_b),
+  )
+  wrapped_recurrent_fn = functools.partial(
+    _recurrent,
+    recurrent_fn=recurrent_fn,
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    num_slots=num_slots,
+    num_players=num_players,
+    config=config,
+  )
+  return mctx.search(
+    params=params,
+    rng_key=search_key,
+    root=mctx_root,
+    recurrent_fn=wrapped_recurrent_fn,
+    root_action_selection_fn=root_select,
+    interior_action_selection_fn=interior_select,
+    num_simulations=config.num_simulations,
+    max_depth=config.max_depth,
+    invalid_actions=root_invalid,
+    extra_data=extra_data,
   )
 
 
@@ -566,40 +603,26 @@ def _gumbel_search(
   # g) draws from softmax(logits / T) (no Dirichlet noise: this replaces it).
   scale = float(config.gumbel_scale) * jnp.maximum(jnp.asarray(temperature, prior.dtype), 0.0)
   gumbel = scale[..., None] * jax.random.gumbel(gumbel_key, shape=prior.shape, dtype=prior.dtype)
-  batch_size = prior.shape[0]
-  zeros_b = jnp.zeros((batch_size,), jnp.int32)
-  mctx_root = mctx.RootFnOutput(
-    prior_logits=_pad(prior, num_slots),
-    value=root.value,
-    embedding=_Node(embedding=root.embedding, kind=zeros_b + _CHOICE, player=zeros_b),
-  )
-  wrapped_recurrent_fn = functools.partial(
-    _recurrent,
-    recurrent_fn=recurrent_fn,
-    num_actions=num_actions,
-    num_outcomes=num_outcomes,
-    num_slots=num_slots,
-    num_players=num_players,
-    config=config,
-  )
-  tree = mctx.search(
-    params=params,
-    rng_key=search_key,
-    root=mctx_root,
-    recurrent_fn=wrapped_recurrent_fn,
-    root_action_selection_fn=functools.partial(
-      _gumbel_root_select, num_actions=num_actions, config=config
-    ),
-    interior_action_selection_fn=functools.partial(
+  tree = _run_tree(
+    params,
+    search_key,
+    root,
+    recurrent_fn,
+    root_prior=_pad(prior, num_slots),
+    root_invalid=_pad(invalid.astype(prior.dtype), num_slots, 1.0),
+    root_select=functools.partial(_gumbel_root_select, num_actions=num_actions, config=config),
+    interior_select=functools.partial(
       _select,
       num_actions=num_actions,
       num_outcomes=num_outcomes,
       flip_opponents=flip_opponents,
       config=config,
     ),
-    num_simulations=config.num_simulations,
-    max_depth=config.max_depth,
-    invalid_actions=_pad(invalid.astype(prior.dtype), num_slots, 1.0),
+    num_actions=num_actions,
+    num_outcomes=num_outcomes,
+    num_slots=num_slots,
+    num_players=num_players,
+    config=config,
     extra_data=_pad(gumbel, num_slots, 0.0),
   )
 
