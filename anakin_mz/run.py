@@ -294,7 +294,7 @@ def train(
           row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
           row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
         row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
-        row["throughput/search_sims_per_s"] = float(metrics["decision_steps"]) * sims / dt
+        row["throughput/search_sims_per_s"] = float(metrics["searches"]) * sims / dt
         row["throughput/updates_per_s"] = float(metrics["updates_applied"]) * num_devices / dt
         row["env_steps"] = float(jnp.sum(state.env_steps))
         row["update_step"] = step
