@@ -1,0 +1,286 @@
+"""Strength against published bars: train (or reuse) a run per game and seed,
+evaluate it against the bar's opponent, and write one Markdown table.
+
+The bars are data, not code (`configs/strength.yaml`): each names a config,
+a wall-clock budget, an opponent (a bot of the game, `envs.bots`), the figure
+to read from the evaluation result and the value to reach. So this module,
+like the rest of the agent, names no game. `scripts/strength.py` is its
+command line.
+
+Each run is an ordinary run directory `<runs>/<bar>/seed<S>` (TensorBoard,
+checkpoints) plus `strength.json`, the training wall-clock and the
+evaluation. A second call reuses a finished run and only re-evaluates it
+when asked, so a table can be rebuilt without retraining.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import yaml
+
+from anakin_mz import config as config_lib
+
+_FIELDS = ("name", "config", "minutes", "measure", "bar", "opponent", "games", "source")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bar:
+  """A published bar for one game.
+
+  Attributes:
+    name: the row's name, unique in the file (e.g. "nannon_12_5_6").
+    config: the training config (a path, relative to the bar file).
+    minutes: the `train.py --minutes` budget.
+    measure: the figure to read, a dotted path into the evaluation result
+      (`anakin_mz.eval.report.evaluate_checkpoint`): "wdl.win" (a win rate
+      with its Wilson interval), "score" (a mean with its 95% interval) or
+      "exact.greedy_vs_optimal" (an exact number, no interval).
+    bar: the value the figure must reach (>=).
+    opponent: the opponent spec (a bot of the game), or None where the
+      agent plays every seat.
+    games: evaluation games.
+    source: where the bar comes from (shown in the table).
+    overrides: `section.key=value` config overrides for the run.
+  """
+
+  name: str
+  config: str
+  minutes: float
+  measure: str
+  bar: float
+  opponent: Optional[str] = None
+  games: int = 1000
+  source: str = ""
+  overrides: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One bar, one seed: the figure read from its evaluation.
+
+  Attributes:
+    value: the figure; low/high its 95% interval (equal to it when exact).
+    met: value >= the bar.
+    updates: gradient updates the run made; wall_s its training wall-clock.
+    command: the `scripts/train.py` command that trains this run.
+  """
+
+  bar: Bar
+  seed: int
+  value: float
+  low: float
+  high: float
+  exact: bool
+  updates: int
+  wall_s: float
+  command: str
+
+  @property
+  def met(self) -> bool:
+    return self.value >= self.bar.bar
+
+
+def load_bars(path: str) -> List[Bar]:
+  """The bars of a YAML file `{bars: [{name, config, minutes, measure, bar,
+  ...}, ...]}`; config paths are made relative to the file.
+
+  Raises:
+    ValueError: a missing file, an unknown or missing field, a bad value or a
+      repeated name, with what is valid.
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      raw = yaml.safe_load(f)
+  except OSError as e:
+    raise ValueError(f"cannot read bar file {path!r}: {e.strerror}") from None
+  except yaml.YAMLError as e:
+    raise ValueError(f"bar file {path!r} is not valid YAML: {e}") from None
+  if not isinstance(raw, dict) or not isinstance(raw.get("bars"), list):
+    raise ValueError(f"bar file {path!r} must hold a list under 'bars'")
+  base = os.path.dirname(os.path.abspath(path))
+  bars: List[Bar] = []
+  for i, item in enumerate(raw["bars"]):
+    where = f"{path!r} bar {i}"
+    if not isinstance(item, dict):
+      raise ValueError(f"{where} must be a mapping")
+    unknown = set(item) - set(_FIELDS) - {"overrides"}
+    if unknown:
+      raise ValueError(
+        f"{where}: unknown field(s) {sorted(unknown)}; valid: {', '.join(_FIELDS)}, overrides"
+      )
+    missing = [k for k in ("name", "config", "minutes", "measure", "bar") if k not in item]
+    if missing:
+      raise ValueError(f"{where}: missing field(s) {missing}")
+    bar = Bar(
+      name=str(item["name"]),
+      config=os.path.normpath(os.path.join(base, str(item["config"]))),
+      minutes=float(item["minutes"]),
+      measure=str(item["measure"]),
+      bar=float(item["bar"]),
+      opponent=None if item.get("opponent") is None else str(item["opponent"]),
+      games=int(item.get("games", 1000)),
+      source=str(item.get("source", "")),
+      overrides=tuple(str(o) for o in item.get("overrides") or ()),
+    )
+    if bar.minutes <= 0 or bar.games < 1:
+      raise ValueError(f"{where}: minutes must be > 0 and games >= 1")
+    if bar.name in (b.name for b in bars):
+      raise ValueError(f"{where}: the name {bar.name!r} is used twice")
+    bars.append(bar)
+  return bars
+
+
+def select(bars: Sequence[Bar], names: Optional[Sequence[str]]) -> List[Bar]:
+  """The bars named in `names` (all when None), in the file's order."""
+  if not names:
+    return list(bars)
+  known = [b.name for b in bars]
+  unknown = [n for n in names if n not in known]
+  if unknown:
+    raise ValueError(f"unknown bar(s) {unknown}; valid: {', '.join(known)}")
+  return [b for b in bars if b.name in names]
+
+
+def read_measure(result: Mapping[str, object], measure: str) -> Tuple[float, float, float, bool]:
+  """(value, low, high, exact) of `measure` in an evaluation result.
+
+  A dict with `rate` (a Wilson win rate) or `mean` (a score) gives its
+  interval; a bare number is exact (low = high = value).
+
+  Raises:
+    ValueError: the path does not exist in the result (lists what does).
+  """
+  node: object = result
+  for part in measure.split("."):
+    if not isinstance(node, Mapping) or part not in node:
+      have = sorted(node) if isinstance(node, Mapping) else type(node).__name__
+      raise ValueError(f"measure {measure!r}: no {part!r} in the evaluation result; it has {have}")
+    node = node[part]
+  if isinstance(node, Mapping):
+    key = "rate" if "rate" in node else "mean" if "mean" in node else None
+    if key is None or "low" not in node or "high" not in node:
+      raise ValueError(f"measure {measure!r} is neither a rate nor a mean with an interval")
+    return float(node[key]), float(node["low"]), float(node["high"]), False
+  if isinstance(node, (int, float)):
+    return float(node), float(node), float(node), True
+  raise ValueError(f"measure {measure!r} is a {type(node).__name__}, not a number")
+
+
+def train_command(bar: Bar, seed: int, logdir: str) -> str:
+  """The `scripts/train.py` command line that trains this run."""
+  env = config_lib.load(bar.config).env
+  args = [
+    "python",
+    "scripts/train.py",
+    f"--env={env}",
+    f"--config={os.path.relpath(bar.config)}",
+    f"--minutes={bar.minutes:g}",
+    f"--seed={seed}",
+    f"--logdir={logdir}",
+    *bar.overrides,
+  ]
+  return " ".join(shlex.quote(a) for a in args)
+
+
+def run_bar(
+  bar: Bar,
+  seed: int,
+  runs: str,
+  *,
+  reevaluate: bool = False,
+  progress: bool = True,
+  log: Callable[[str], None] = print,
+) -> Row:
+  """Trains `bar` for `seed` under `<runs>/<name>/seed<seed>` (unless that run
+  is finished) and evaluates its latest checkpoint (unless evaluated and not
+  `reevaluate`).
+
+  A run directory with checkpoints but no `strength.json` was interrupted:
+  it is an error (delete it to train again), since a resumed run would not
+  have the bar's wall-clock budget.
+  """
+  from anakin_mz import run
+  from anakin_mz.eval import report
+
+  logdir = os.path.join(runs, bar.name, f"seed{seed}")
+  record_path = os.path.join(logdir, "strength.json")
+  record: Dict[str, object] = {}
+  if os.path.exists(record_path):
+    with open(record_path, encoding="utf-8") as f:
+      record = json.load(f)
+  config = config_lib.load(bar.config, list(bar.overrides) + [f"seed={seed}"])
+  command = train_command(bar, seed, logdir)
+  if "wall_s" not in record:
+    if os.path.isdir(os.path.join(logdir, "checkpoints")):
+      raise ValueError(
+        f"{logdir!r} holds an unfinished run (checkpoints but no strength.json); "
+        "delete it to train this bar again"
+      )
+    log(f"[{bar.name} seed {seed}] training {bar.minutes:g} min: {command}")
+    start = time.perf_counter()
+    result = run.train(config, logdir=logdir, max_minutes=bar.minutes, progress=progress)
+    record = {
+      "wall_s": time.perf_counter() - start,
+      "updates": result.saved_step or 0,
+      "command": command,
+    }
+    _write(record_path, record)
+  if "evaluation" not in record or reevaluate:
+    log(f"[{bar.name} seed {seed}] evaluating {bar.games} games vs {bar.opponent or 'itself'}")
+    evaluation = report.evaluate_checkpoint(
+      os.path.join(logdir, "checkpoints"),
+      opponent=bar.opponent,
+      games=bar.games,
+      seed=seed,
+    )
+    record["evaluation"] = {k: v for k, v in evaluation.items() if k != "dynamics_table"}
+    _write(record_path, record)
+  value, low, high, exact = read_measure(record["evaluation"], bar.measure)  # type: ignore[arg-type]
+  return Row(
+    bar=bar,
+    seed=seed,
+    value=value,
+    low=low,
+    high=high,
+    exact=exact,
+    updates=int(record["updates"]),  # type: ignore[arg-type]
+    wall_s=float(record["wall_s"]),  # type: ignore[arg-type]
+    command=str(record["command"]),
+  )
+
+
+def _write(path: str, record: Mapping[str, object]) -> None:
+  tmp = path + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(record, f, indent=1)
+  os.replace(tmp, path)
+
+
+def markdown(rows: Sequence[Row], *, header: str = "") -> str:
+  """The results table, one row per bar and seed, then the commands."""
+  lines = [header] if header else []
+  lines += [
+    "| bar | seed | opponent | measure | score | 95% interval | bar to reach | met | "
+    "updates | train wall-clock |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  ]
+  for r in rows:
+    interval = "exact" if r.exact else f"[{r.low:.3f}, {r.high:.3f}]"
+    lines.append(
+      f"| {r.bar.name} | {r.seed} | {r.bar.opponent or '(plays every seat)'} | "
+      f"`{r.bar.measure}` | {r.value:.3f} | {interval} | >= {r.bar.bar:g} | "
+      f"{'yes' if r.met else '**no**'} | {r.updates} | {r.wall_s / 60:.1f} min |"
+    )
+  lines += ["", "Commands (each run directory also holds `strength.json`):", ""]
+  lines += [f"- {r.bar.name}, seed {r.seed}: `{r.command}`" for r in rows]
+  sources = {r.bar.name: r.bar.source for r in rows if r.bar.source}
+  if sources:
+    lines += ["", "Where the bars come from:", ""]
+    lines += [f"- {name}: {src}" for name, src in sources.items()]
+  return "\n".join(lines) + "\n"

@@ -1,0 +1,75 @@
+"""Train and evaluate each game against its published bar; write a table.
+
+    python scripts/strength.py --bars catch --seeds 0 1
+    python scripts/strength.py --seeds 0 1 --out docs/results/strength.md
+    python scripts/strength.py --bars nannon --seeds 0 --reevaluate
+
+The bars (config, minutes, opponent, figure, value to reach) are in
+configs/strength.yaml. Each run lands in <runs>/<bar>/seed<S> (TensorBoard,
+checkpoints, strength.json); a finished run is reused, so the table can be
+rebuilt without retraining. The library behind it is `anakin_mz.strength`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from anakin_mz import host
+
+BARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "strength.yaml")
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+    description=__doc__.split("\n")[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    epilog=__doc__,
+  )
+  parser.add_argument(
+    "--bar-file", default=BARS, help="YAML bar file (default configs/strength.yaml)"
+  )
+  parser.add_argument("--bars", default=None, help="comma-separated bar names (default: all)")
+  parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+  parser.add_argument("--runs", default=os.path.join("runs", "strength"), help="run directories")
+  parser.add_argument("--out", default=None, help="write the Markdown table here too")
+  parser.add_argument("--reevaluate", action="store_true", help="evaluate finished runs again")
+  parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+  parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (see train.py)")
+  args = parser.parse_args(argv)
+  try:
+    devices = host.configure(args.devices)
+  except ValueError as e:
+    parser.error(str(e))
+  if any(s < 0 for s in args.seeds):
+    parser.error("--seeds must be >= 0")
+  from anakin_mz import strength
+
+  try:
+    bars = strength.select(
+      strength.load_bars(args.bar_file), args.bars.split(",") if args.bars else None
+    )
+    for bar in bars:
+      if not os.path.exists(bar.config):
+        raise ValueError(f"bar {bar.name!r}: its config {bar.config!r} does not exist")
+    print(f"devices: {devices}", flush=True)
+    rows = [
+      strength.run_bar(b, s, args.runs, reevaluate=args.reevaluate, progress=not args.no_progress)
+      for b in bars
+      for s in args.seeds
+    ]
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  table = strength.markdown(rows)
+  print(table)
+  if args.out:
+    with open(args.out, "w", encoding="utf-8") as f:
+      f.write("# Strength against the published bars\n\n" + table)
+    print(f"wrote {args.out}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

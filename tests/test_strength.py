@@ -1,0 +1,119 @@
+"""The strength table: bar files, reading a figure from an evaluation
+result, and one tiny Catch bar trained, evaluated and reused."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from anakin_mz import strength
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The tiny Catch config of tests/test_robustness.py (one shared compilation).
+TINY = (
+  "network.hidden=[16,16]",
+  "network.latent_dim=8",
+  "network.kind=mlp",
+  "search.num_simulations=3",
+  "train.num_envs=4",
+  "train.rollout_length=4",
+  "train.replay_capacity=40",
+  "train.min_replay=4",
+  "train.batch_size=8",
+  "train.unroll_steps=2",
+  "train.replay_ratio=2.0",
+  "train.eval_every=0",
+  "train.log_every=1",
+  "train.eval_games=4",
+  "train.temperature_decay_updates=100",
+)
+
+
+def _write(path, text):
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return str(path)
+
+
+def test_the_project_bar_file_loads_and_names_existing_configs_or_the_12_5_6_one():
+  bars = strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml"))
+  names = [b.name for b in bars]
+  assert names[:1] == ["nannon"] and "catch" in names and len(set(names)) == len(names)
+  for b in bars:
+    assert os.path.dirname(b.config) == os.path.join(ROOT, "configs")
+    assert b.measure.split(".")[0] in ("wdl", "score", "exact"), b
+
+
+@pytest.mark.parametrize(
+  "body, message",
+  [
+    ("bars: [{name: a, config: c.yaml, minutes: 1, measure: score}]", "missing field"),
+    ("bars: [{name: a, config: c.yaml, minutes: 1, measure: score, bar: 1, colour: 2}]", "colour"),
+    ("bars: [{name: a, config: c.yaml, minutes: 0, measure: score, bar: 1}]", "minutes"),
+    (
+      "bars: [{name: a, config: c.yaml, minutes: 1, measure: score, bar: 1},"
+      " {name: a, config: c.yaml, minutes: 1, measure: score, bar: 1}]",
+      "used twice",
+    ),
+    ("nothing: 1", "list under 'bars'"),
+  ],
+)
+def test_a_bad_bar_file_is_a_clear_error(tmp_path, body, message):
+  with pytest.raises(ValueError, match=message):
+    strength.load_bars(_write(tmp_path / "bars.yaml", body))
+
+
+def test_missing_bar_file_and_unknown_bar_names():
+  with pytest.raises(ValueError, match="cannot read bar file"):
+    strength.load_bars("/nonexistent/bars.yaml")
+  bars = strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml"))
+  with pytest.raises(ValueError, match="unknown bar.*'chess'.*valid: nannon"):
+    strength.select(bars, ["chess"])
+  assert [b.name for b in strength.select(bars, ["catch", "nannon"])] == ["nannon", "catch"]
+
+
+def test_read_measure_gives_intervals_for_rates_and_means_and_exact_numbers():
+  result = {
+    "wdl": {"win": {"rate": 0.6, "low": 0.5, "high": 0.7, "count": 60}},
+    "score": {"mean": 0.2, "std": 1.0, "low": 0.1, "high": 0.3},
+    "exact": {"greedy_vs_optimal": 0.4875},
+  }
+  assert strength.read_measure(result, "wdl.win") == (0.6, 0.5, 0.7, False)
+  assert strength.read_measure(result, "score") == (0.2, 0.1, 0.3, False)
+  assert strength.read_measure(result, "exact.greedy_vs_optimal") == (0.4875,) * 3 + (True,)
+  with pytest.raises(ValueError, match=r"no 'points'.*\['win'\]"):
+    strength.read_measure(result, "wdl.points")
+  with pytest.raises(ValueError, match="neither a rate nor a mean"):
+    strength.read_measure(result, "exact")
+
+
+def test_a_tiny_catch_bar_trains_evaluates_is_reused_and_makes_a_table(tmp_path):
+  overrides = ", ".join(f'"{o}"' for o in TINY + ("train.total_updates=8",))
+  bars = _write(
+    tmp_path / "bars.yaml",
+    f"bars:\n  - {{name: tiny, config: {os.path.join(ROOT, 'configs', 'catch.yaml')}, "
+    f"minutes: 5, measure: score, bar: -1, games: 20, overrides: [{overrides}]}}\n",
+  )
+  (bar,) = strength.load_bars(bars)
+  runs = str(tmp_path / "runs")
+  row = strength.run_bar(bar, 3, runs, progress=False, log=lambda _: None)
+  record_path = os.path.join(runs, "tiny", "seed3", "strength.json")
+  with open(record_path, encoding="utf-8") as f:
+    record = json.load(f)
+  assert row.updates == record["updates"] == 8
+  assert record["evaluation"]["games"] == 20 and record["evaluation"]["seed"] == 3
+  assert -1.0 <= row.low <= row.value <= row.high <= 1.0 and not row.exact and row.met
+  assert "--seed=3" in row.command and "--minutes=5" in row.command
+  # A second call reuses the run: no training, the same figure.
+  mtime = os.path.getmtime(record_path)
+  again = strength.run_bar(bar, 3, runs, progress=False, log=lambda _: None)
+  assert again == row and os.path.getmtime(record_path) == mtime
+  table = strength.markdown([row])
+  assert "| tiny | 3 | (plays every seat) | `score` |" in table and "| yes |" in table
+  # An interrupted run (checkpoints, no record) is not silently retrained.
+  os.remove(record_path)
+  with pytest.raises(ValueError, match="unfinished run"):
+    strength.run_bar(bar, 3, runs, progress=False, log=lambda _: None)
