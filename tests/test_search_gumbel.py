@@ -16,7 +16,6 @@ Three kinds of evidence:
 import dataclasses
 import functools
 import math
-import os
 
 import jax
 import jax.numpy as jnp
@@ -24,15 +23,14 @@ import mctx
 from mctx._src import seq_halving  # mctx's own table, to check our copy
 import numpy as np
 import pytest
+import tiny
 
-from anakin_mz import config as config_lib
 from anakin_mz import search
 from anakin_mz.anakin import Learner
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
 NEG = -1e4  # an identity logit that is never drawn
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 # A cheaper XLA optimisation level keeps the compile time of the small
 # searches down (the tests compare numbers only).
@@ -653,25 +651,7 @@ def test_bad_gumbel_settings_raise_clear_errors():
 
 
 def _tiny_config(name, extra=()):
-  tiny = [
-    "network.hidden=[16,16]",
-    "network.latent_dim=8",
-    "network.kind=mlp",
-    "search.num_simulations=3",
-    "train.num_envs=4",
-    "train.rollout_length=4",
-    "train.replay_capacity=40",
-    "train.min_replay=4",
-    "train.batch_size=8",
-    "train.unroll_steps=2",
-    "train.replay_ratio=2.0",
-    "train.eval_every=0",
-    "train.checkpoint_every=0",
-    "train.log_every=1",
-    "train.eval_games=4",
-    "train.total_updates=4",
-  ]
-  return config_lib.load(os.path.join(ROOT, "configs", f"{name}.yaml"), tiny + list(extra))
+  return tiny.tiny_config(name, "train.checkpoint_every=0", "train.total_updates=4", *extra)
 
 
 def test_config_overrides_select_the_gumbel_root():

@@ -1,0 +1,42 @@
+"""The tiny training config the tests share: every real config in configs/,
+shrunk so that a training step compiles and runs in seconds on a CPU.
+
+Tests import it as `import tiny` (pytest puts tests/ on the path). Tests that
+use the same overrides compile the same programs, which the persistent XLA
+cache of conftest.py then shares.
+"""
+
+from __future__ import annotations
+
+import os
+
+from anakin_mz import config as config_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY = (
+  "network.hidden=[16,16]",
+  "network.latent_dim=8",
+  "network.kind=mlp",
+  "search.num_simulations=3",
+  "train.num_envs=4",
+  "train.rollout_length=4",
+  "train.replay_capacity=40",
+  "train.min_replay=4",
+  "train.batch_size=8",
+  "train.unroll_steps=2",
+  "train.replay_ratio=2.0",
+  "train.eval_every=0",
+  "train.log_every=1",
+  "train.eval_games=4",
+)
+
+
+def config_path(name: str) -> str:
+  """configs/<name>.yaml of this checkout."""
+  return os.path.join(ROOT, "configs", f"{name}.yaml")
+
+
+def tiny_config(name: str, *extra: str) -> config_lib.Config:
+  """configs/<name>.yaml with the TINY overrides, then `extra`."""
+  return config_lib.load(config_path(name), list(TINY) + list(extra))
