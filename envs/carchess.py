@@ -46,7 +46,7 @@ import numpy as np
 from flax import struct
 
 from envs.carchess_maps import CarchessMap, load_map
-from envs.core import CHANCE, TERMINAL, Game, materialize
+from envs.core import CHANCE, TERMINAL, Game
 from envs.registry import register
 
 
@@ -83,6 +83,7 @@ class CarchessState:
 
 
 _ARROWS = {(-1, 0): "^", (1, 0): "v", (0, 1): ">", (0, -1): "<"}
+_BITS = 31  # observation channels per int32 code word (see `Carchess.observe`)
 
 
 @register
@@ -225,10 +226,10 @@ class Carchess(Game):
     self._light_node = light_node.reshape(-1, L, A)
     self._light_cells = light_cells
     self._light_grid = np.eye(hw, dtype=bool)[light_cells]  # [light, cell]
-    self._entry_grid = np.eye(hw, dtype=bool)[cell[:, 0]]  # [lane, cell]
     self._node_grid = node_grid
     self._caps = caps
     self._max_cap = int(caps.max())
+    self._build_view_tables()
 
     # Lanes as bit masks (bit i = position i), for lanes of <= 32 cells: a
     # simulation step is then a handful of integer ops per lane, and the
@@ -339,7 +340,15 @@ class Carchess(Game):
     ).astype(jnp.int32)
 
   def legal_action_mask(self, g: CarchessState) -> jax.Array:
-    return jnp.any(~g.toggled[:, None] & jnp.asarray(self._light_grid), axis=0)
+    if self.num_lights > 32:
+      return jnp.any(~g.toggled[:, None] & jnp.asarray(self._light_grid), axis=0)
+    # The lights still free as one word, read at each light's cell.
+    return (jnp.right_shift(self._light_word(~g.toggled), self._view_light) & 1).astype(jnp.bool_)
+
+  def _light_word(self, x: jax.Array) -> jax.Array:
+    """uint32 `[]`: bit k = x[k], for bool `[num_lights]` (<= 32 lights)."""
+    weights = np.left_shift(np.uint32(1), np.arange(self.num_lights, dtype=np.uint32))
+    return jnp.sum(jnp.where(x, weights, np.uint32(0)), dtype=jnp.uint32)
 
   def chance_probs(self, g: CarchessState) -> jax.Array:
     lane = jnp.arange(self.num_lanes) == g.chance_lane
@@ -556,25 +565,100 @@ class Carchess(Game):
     return cars, g, scored, crashes
 
   # Views.
+  def _build_view_tables(self) -> None:
+    """Static tables of the observation. It is built in two passes (see
+    `observe`): a small int32 code per cell, one bit per channel, then one
+    elementwise expansion into the float planes."""
+    m = self.map
+    L, hw, C = self.num_lanes, self._hw, self.observation_shape[-1]
+    K = -(-C // _BITS)  # words per cell
+    # Where each lane position lies: [lane, cell], for the lane planes.
+    pos = np.full((L, hw), 31, np.uint32)  # 31: not on the lane (a bit never set)
+    for l in range(L):
+      for i in range(self._lengths[l] - 1):
+        pos[l, self._cell[l, i]] = i
+    # Lanes entering at one cell: the k-th of them writes its counter bit in
+    # code layer k, so the planes can count two lanes with equal counters.
+    rank = np.zeros(L, np.int32)
+    for l in range(L):
+      rank[l] = int(np.sum(self._cell[:l, 0] == self._cell[l, 0]))
+    layers = int(rank.max()) + 1
+    entry = np.zeros((layers, L, hw), np.int32)  # [layer, lane, cell]
+    for l in range(L):
+      entry[rank[l], l, self._cell[l, 0]] = 1
+    has_light = np.zeros(hw, bool)
+    has_light[self._light_cells] = True
+    light = np.full(hw, 32, np.uint32)  # the light on each cell; 32: none (a bit never set)
+    light[self._light_cells] = np.arange(len(self._light_cells))
+    # The light plane: -1 red (the bit), +1 green, 0 no light.
+    scale = np.ones(C, np.float32)
+    scale[L] = -2.0
+    offset = np.zeros((hw, C), np.float32)
+    offset[has_light, L] = 1.0
+    self._view_words = K
+    self._view_pos = pos
+    self._view_light = light
+    self._view_entry = entry
+    self._view_scale = scale
+    self._view_offset = offset.reshape(m.height, m.width, C)
+
+  def _channel_bits(self, channel: jax.Array) -> jax.Array:
+    """int32 `channel.shape + [words]`: the code words with `channel`'s bit."""
+    if self._view_words == 1:
+      return jnp.left_shift(1, channel)[..., None].astype(jnp.int32)
+    word = jnp.arange(self._view_words) == (channel // _BITS)[..., None]
+    return jnp.where(word, jnp.left_shift(1, channel % _BITS)[..., None], 0).astype(jnp.int32)
+
+  def observation_code(self, g: CarchessState, player: jax.Array) -> jax.Array:
+    """int32 `[layers, words, height * width]`: the observation as bits, bit
+    `c % 31` of word `c // 31` for channel c (the layers > 0 only hold the
+    counter bits of lanes sharing an entry cell)."""
+    L = self.num_lanes
+    cap, n, rounds = self._max_cap, self.num_players, self.params["rounds"]
+    # Lane planes: which lanes have a car on each cell.
+    if self._bits:
+      # Off-lane cells read bit 31, never set: cars never stand on a lane's
+      # last cell, so no lane (<= 32 cells) uses it.
+      occ = jnp.right_shift(self._to_bits(g.cars)[:, None], self._view_pos) & 1
+      occ = occ.astype(jnp.int32)  # [lanes, cells]
+    else:
+      grid = jnp.asarray(self._node_grid)  # dense fallback: [lanes, positions, cells]
+      occ = jnp.any(g.cars[:, :, None] & grid, axis=1).astype(jnp.int32)
+    lane_bits = self._channel_bits(np.arange(L))  # [lanes, words], static
+    code = jnp.sum(occ[:, None, :] * lane_bits[:, :, None], axis=0)  # [words, cells]
+    if self.num_lights <= 32:
+      # The red lights as one word, read at each light's cell.
+      red = jnp.right_shift(self._light_word(g.red), self._view_light) & 1
+      red = red.astype(jnp.int32)
+    else:
+      red = jnp.any(g.red[:, None] & jnp.asarray(self._light_grid), axis=0).astype(jnp.int32)
+    code = code + red * self._channel_bits(np.int32(L))[:, None]
+    # Constant planes: the mover and the round (none once the game is over).
+    const = self._channel_bits(L + 2 + cap + player)
+    const = const + jnp.where(g.round < rounds, self._channel_bits(L + 2 + cap + n + g.round), 0)
+    code = code + const[:, None]
+    # Counter planes: a bit at each lane's entry cell, in the lane's layer.
+    counter = self._channel_bits(L + 1 + g.counters)  # [lanes, words]
+    entry = self._view_entry  # [layers, lanes, cells], static
+    counts = [
+      jnp.sum(counter[:, :, None] * entry[k][:, None, :], axis=0) for k in range(len(entry))
+    ]  # [words, cells] per layer
+    return jnp.stack([code + counts[0]] + counts[1:])
+
   def observe(self, g: CarchessState, player: jax.Array) -> jax.Array:
     m = self.map
-    h, w = m.height, m.width
-    # Channels first, then one transpose: XLA's CPU loops write a
-    # concatenation along a short minor axis element by element, several
-    # times slower.
-    lanes = jnp.einsum(
-      "la,lac->lc", g.cars.astype(jnp.float32), jnp.asarray(self._node_grid, jnp.float32)
-    )  # [lanes, cells]
-    lights = jnp.where(g.red, -1.0, 1.0) @ jnp.asarray(self._light_grid, jnp.float32)
-    value = (g.counters[:, None] == jnp.arange(self._max_cap + 1)).astype(jnp.float32)
-    counts = value.T @ jnp.asarray(self._entry_grid, jnp.float32)  # [value, cells]
-    who = jax.nn.one_hot(player, self.num_players, dtype=jnp.float32)
-    rnd = jax.nn.one_hot(g.round, self.params["rounds"], dtype=jnp.float32)
-    # Computed once per game, not once per element of the observation.
-    const = materialize(jnp.concatenate([who, rnd]))
-    const = jnp.broadcast_to(const[:, None], (const.size, self._hw))
-    planes = jnp.concatenate([lanes, lights[None], counts, const], axis=0)
-    return planes.T.reshape(h, w, -1)
+    h, w, C = m.height, m.width, self.observation_shape[-1]
+    # The small code per cell first, then the planes in one elementwise pass
+    # (no dot, no concatenation, no transpose): writing the 22 float planes is
+    # the cost, so XLA fuses it with the selects that follow in `Env.step`.
+    code = self.observation_code(g, player)  # [layers, words, cells]
+    layers, K = code.shape[0], code.shape[1]
+    code = jnp.moveaxis(code, 1, 2).reshape(layers, h, w, K, 1)
+    word = jnp.broadcast_to(code, (layers, h, w, K, _BITS)).reshape(layers, h, w, K * _BITS)
+    shift = jnp.arange(C, dtype=jnp.int32) % _BITS
+    bits = (jnp.right_shift(word[..., :C], shift) & 1).astype(jnp.float32)
+    scale = jnp.where(jnp.arange(layers)[:, None] == 0, jnp.asarray(self._view_scale), 1.0)
+    return jnp.sum(bits * scale[:, None, None, :], axis=0) + jnp.asarray(self._view_offset)
 
   def render(self, g: CarchessState) -> str:
     """The grid with a one-cell margin: lanes as arrows (`+` where lanes

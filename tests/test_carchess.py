@@ -330,6 +330,85 @@ def test_observation_planes(env):
   assert np.all(obs[..., 12:] == np.eye(10)[3])  # round 3
 
 
+SHARED_ENTRY = {  # lanes 0 and 1 enter at (1, 0); lane 2 is 41 cells long.
+  "name": "shared_entry",
+  "height": 3,
+  "width": 41,
+  "lanes": [
+    {"start": [1, 0], "path": "EEEE"},
+    {"start": [1, 0], "path": "NEEE"},
+    {"start": [2, 0], "path": "E" * 40},
+  ],
+  "lights": [[1, 1], [0, 1]] + [[2, c] for c in range(3, 38)],  # 37 lights
+}
+
+
+def reference_observation(game, cars, red, counters, rounds_done, player):
+  """The observation as the module doc defines it, plane by plane, in numpy
+  from the map alone (the representation the planes had before they were
+  built from bit codes)."""
+  m, p = game.map, game.params
+  L, cap, n = m.num_lanes, int(game.capacities.max()), game.num_players
+  obs = np.zeros((m.height, m.width, L + 1 + cap + 1 + n + p["rounds"]), np.float32)
+  for l, lane in enumerate(m.lanes):
+    for i, (r, c) in enumerate(lane[:-1]):
+      obs[r, c, l] += cars[l, i]
+    r, c = lane[0]
+    obs[r, c, L + 1 + counters[l]] += 1.0
+  for k, (r, c) in enumerate(m.lights):
+    obs[r, c, L] = -1.0 if red[k] else 1.0
+  obs[:, :, L + 1 + cap + 1 + player] = 1.0
+  if rounds_done < p["rounds"]:
+    obs[:, :, L + 1 + cap + 1 + n + rounds_done] = 1.0
+  return obs
+
+
+@pytest.mark.parametrize(
+  "spec,params",
+  [(None, {}), (SHARED_ENTRY, dict(players=3, rounds=40))],
+  ids=["tutorial", "shared_entry_40_rounds"],
+)
+def test_observation_matches_reference_on_random_states(spec, params, tmp_path):
+  # Thousands of random boards, rounds (the game-over one included),
+  # movers and toggled lights. The second map has two lanes entering at one
+  # cell (a counter plane can hold 2), a lane longer than 32 cells (the dense
+  # simulation), more than 32 lights and more than 31 channels (several code
+  # words per cell).
+  env = envs.make("carchess") if spec is None else map_env(tmp_path, spec, **params)
+  game = env.game
+  rng = np.random.default_rng(3)
+  num = 2000
+  boards = random_boards(game, rng, num)
+  cars = np.stack([b[0] for b in boards])
+  red = np.stack([b[1] for b in boards])
+  counters = np.stack([b[2] for b in boards]).astype(np.int32)
+  if spec is not None:
+    counters[: num // 2, 1] = counters[: num // 2, 0]  # equal counters on the shared entry
+  rounds_done = rng.integers(0, game.params["rounds"] + 1, num).astype(np.int32)
+  player = rng.integers(0, game.num_players, num).astype(np.int32)
+  toggled = rng.random((num, game.num_lights)) < 0.5
+  g0 = game.init(jax.random.PRNGKey(0))
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (num,) + x.shape), g0).replace(
+    cars=jnp.asarray(cars),
+    red=jnp.asarray(red),
+    counters=jnp.asarray(counters),
+    round=jnp.asarray(rounds_done),
+    toggled=jnp.asarray(toggled),
+  )
+  obs = np.asarray(jax.jit(jax.vmap(game.observe))(batch, jnp.asarray(player)))
+  mask = np.asarray(jax.jit(jax.vmap(game.legal_action_mask))(batch))
+  light_cells = [r * game.map.width + c for r, c in game.map.lights]
+  want_mask = np.zeros((num, env.num_actions), bool)
+  want_mask[:, light_cells] = ~toggled
+  np.testing.assert_array_equal(mask, want_mask)
+  assert obs.shape == (num,) + env.observation_shape and obs.dtype == np.float32
+  for k in range(num):
+    want = reference_observation(game, cars[k], red[k], counters[k], rounds_done[k], player[k])
+    np.testing.assert_array_equal(obs[k], want, err_msg=f"state {k}")
+  if spec is not None:
+    assert obs.max() == 2.0  # two lanes with one counter value on one entry cell
+
+
 def test_render_shows_lanes_cars_lights_counters(env):
   g = board(env, cars=[(0, 2), (1, 4)], red=[True, False, False, False], counters=[3, 0, 1, 4])
   text = env.game.render(jax.device_get(g))
