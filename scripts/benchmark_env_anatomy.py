@@ -6,10 +6,15 @@ which vmap turns into "run every branch" or "loop until every lane is
 done"), the XLA cost analysis of `jit(vmap(step))` (flops, bytes), and the
 wall time at one batch size of each part: the explicit and the keyed step,
 `init`/`reset`, and the game core's own rules (`apply_action`,
-`apply_chance`, `legal_action_mask`, `chance_probs`, `observe`).
+`apply_chance`, `legal_action_mask`, `chance_probs`, `observe`). With
+`--fusions N`, also the N costliest XLA ops (fusions, loops, copies) of the
+random-play loop of `benchmark_envs.py` (keyed step, reset-select), from a
+`jax.profiler` trace: what a part costs once XLA has fused it with its
+neighbours, e.g. a small per-game value recomputed for every element of the
+observation it feeds.
 
     taskset -c 1 python scripts/benchmark_env_anatomy.py
-    taskset -c 1 python scripts/benchmark_env_anatomy.py --env carchess --batch 1024
+    taskset -c 1 python scripts/benchmark_env_anatomy.py --env carchess --batch 1024 --fusions 15
 
 Times are medians of `--repeats` calls of the jitted function on one batch
 of mixed states reached by random play; they are for comparing parts with
@@ -20,8 +25,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import glob
+import gzip
+import json
 import statistics
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -29,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
+from envs.policy import random_legal_action
 from envs.testing import random_action
 
 # Extra rows at non-default parameters: label -> (registered name, params).
@@ -184,6 +194,49 @@ def anatomy(label: str, env: envs.Env, batch: int, repeats: int) -> None:
     print(f"{name:<24}{t * 1e3:>9.3f}{t / batch * 1e9:>9.0f}{t / base:>8.2f}x")
 
 
+def fusion_profile(env: envs.Env, batch: int, top: int, steps: int = 8) -> None:
+  """Prints the `top` costliest XLA ops of `steps` iterations of the keyed
+  random-play loop, from a profiler trace (ms per iteration, share)."""
+
+  def fresh(k):
+    return jax.vmap(env.reset)(jax.random.split(k, batch))
+
+  @jax.jit
+  def run(key):
+    def body(i, s):
+      ka, ks, kr = jax.random.split(jax.random.fold_in(key, i), 3)
+      a = random_legal_action(s.legal_action_mask, ka)
+      s = jax.vmap(env.step)(s, a, jax.random.split(ks, batch))
+      done = s.done
+      return jax.tree.map(
+        lambda f, x: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), f, x), fresh(kr), s
+      )
+
+    return jax.lax.fori_loop(0, steps, body, fresh(key)).observation.sum()
+
+  jax.block_until_ready(run(jax.random.PRNGKey(0)))
+  with tempfile.TemporaryDirectory() as tmp:
+    with jax.profiler.trace(tmp, create_perfetto_trace=True):
+      jax.block_until_ready(run(jax.random.PRNGKey(1)))
+    path = glob.glob(f"{tmp}/**/*.trace.json.gz", recursive=True)
+    trace = json.load(gzip.open(path[0])) if path else {}
+  events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+  total, calls = collections.Counter(), collections.Counter()
+  for e in events:
+    name = e.get("name", "")
+    # XLA's ops only: not the runtime's wrappers nor Python frames.
+    if e.get("ph") == "X" and not name.startswith(("$", "ThunkExecutor", "Pjit", "Execute")):
+      total[name] += e.get("dur", 0)
+      calls[name] += 1
+  if not total:
+    print("(the profiler trace held no XLA op events)")
+    return
+  loop = sum(total.values())
+  print(f"{'costliest XLA ops of the keyed loop':<40}{'ms/iter':>9}{'share':>8}{'calls':>7}")
+  for name, us in total.most_common(top):
+    print(f"{name[:40]:<40}{us / 1e3 / steps:>9.3f}{us / loop:>8.1%}{calls[name]:>7}")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   choices = list(envs.registered()) + list(VARIANTS)
@@ -192,24 +245,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   )
   parser.add_argument("--batch", type=int, default=4096)
   parser.add_argument("--repeats", type=int, default=20)
+  parser.add_argument(
+    "--fusions",
+    type=int,
+    default=0,
+    metavar="N",
+    help="also print the N costliest XLA ops of the keyed random-play loop (profiler trace)",
+  )
   try:
     args = parser.parse_args(argv)
   except SystemExit as e:
     return int(e.code or 0)
   names = args.env or choices
   bad = [n for n in names if n not in choices]
-  if bad or args.batch < 1 or args.repeats < 1:
+  if bad or args.batch < 1 or args.repeats < 1 or args.fusions < 0:
     print(
       f"error: unknown env(s) {bad}; valid: {choices}"
       if bad
-      else "error: --batch and --repeats must be >= 1",
+      else "error: --batch and --repeats must be >= 1, --fusions >= 0",
       file=sys.stderr,
     )
     return 2
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
   for label in names:
     name, params = VARIANTS.get(label, (label, {}))
-    anatomy(label, envs.make(name, **params), args.batch, args.repeats)
+    env = envs.make(name, **params)
+    anatomy(label, env, args.batch, args.repeats)
+    if args.fusions:
+      fusion_profile(env, args.batch, args.fusions)
   return 0
 
 
