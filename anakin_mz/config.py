@@ -67,6 +67,7 @@ class TrainConfig:
   checkpoint_every: int = 1_000  # updates between checkpoints (0: end only)
   log_every: int = 50  # updates between TensorBoard scalars
   search_at_chance: bool = False  # old self-play path: search at chance nodes too
+  reanalyse_fraction: float = 0.0  # share of each batch given fresh targets (0: off)
 
   def __post_init__(self):
     positive = (
@@ -103,6 +104,23 @@ class TrainConfig:
     for name in ("eval_every", "checkpoint_every", "temperature_decay_updates"):
       if getattr(self, name) < 0:
         raise ValueError(f"train.{name} must be >= 0")
+    if not 0.0 <= self.reanalyse_fraction <= 1.0:
+      raise ValueError(
+        f"train.reanalyse_fraction must be in [0, 1] (0: off), got {self.reanalyse_fraction}"
+      )
+    if self.reanalyse_fraction > 0 and self.reanalyse_rows == 0:
+      raise ValueError(
+        f"train.reanalyse_fraction={self.reanalyse_fraction} of batch_size="
+        f"{self.batch_size} rounds to 0 reanalysed samples: use 0 (off) or at "
+        f"least {0.5 / self.batch_size:.3g}"
+      )
+
+  @property
+  def reanalyse_rows(self) -> int:
+    """Samples of each batch that get fresh targets: the first
+    `reanalyse_fraction * batch_size`, rounded half up (the starts are
+    i.i.d., so the first rows are a uniform sample)."""
+    return int(self.reanalyse_fraction * self.batch_size + 0.5)
 
   def learning_rate_schedule(self):
     """The optax learning rate: a float, or a schedule of the update count."""

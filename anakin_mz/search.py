@@ -163,9 +163,9 @@ class SearchConfig:
   discount: float = 1.0
 
   def __post_init__(self):
-    if not isinstance(self.num_simulations, int) or self.num_simulations < 1:
+    if not _is_int(self.num_simulations) or self.num_simulations < 1:
       raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
-    if self.max_depth is not None and (not isinstance(self.max_depth, int) or self.max_depth < 1):
+    if self.max_depth is not None and (not _is_int(self.max_depth) or self.max_depth < 1):
       raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
     if self.identity_mode not in _IDENTITY_MODES:
       raise ValueError(
@@ -173,15 +173,31 @@ class SearchConfig:
       )
     if self.chance_mode not in _CHANCE_MODES:
       raise ValueError(f"chance_mode must be one of {_CHANCE_MODES}, got {self.chance_mode!r}")
-    if not self.dirichlet_alpha > 0:
-      raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha!r}")
+    self._check_number("dirichlet_alpha", 0.0, strict=True)
     if not 0.0 <= self.dirichlet_fraction <= 1.0:
       raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction!r}")
     if not 0.0 < self.discount <= 1.0:
       raise ValueError(f"discount must be in (0, 1], got {self.discount!r}")
-    if not self.pb_c_base > 0:
-      raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base!r}")
+    self._check_number("pb_c_init", 0.0, strict=False)
+    self._check_number("pb_c_base", 0.0, strict=True)
+    for name in ("dirichlet_legal_only", "terminal_nodes"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
     self._check_root()
+
+  def _check_number(self, name: str, low: float, *, strict: bool):
+    """A real, finite knob above `low` (at or above it unless `strict`)."""
+    value = getattr(self, name)
+    ok = (
+      isinstance(value, numbers.Real)
+      and not isinstance(value, bool)
+      and math.isfinite(value)
+      and (value > low if strict else value >= low)
+    )
+    if not ok:
+      raise ValueError(
+        f"{name} must be a finite number {'>' if strict else '>='} {low}, got {value!r}"
+      )
 
   def _check_root(self):
     """The root rule and the Gumbel knobs (checked whatever the root is, so
@@ -191,22 +207,9 @@ class SearchConfig:
     m = self.max_num_considered_actions
     if not _is_int(m) or m < 1:
       raise ValueError(f"max_num_considered_actions must be an int >= 1, got {m!r}")
-    for name, low, strict in (
-      ("gumbel_scale", 0.0, False),
-      ("completed_q_value_scale", 0.0, True),
-      ("completed_q_maxvisit_init", 0.0, False),
-    ):
-      value = getattr(self, name)
-      ok = (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (value > low if strict else value >= low)
-      )
-      if not ok:
-        raise ValueError(
-          f"{name} must be a finite number {'>' if strict else '>='} {low}, got {value!r}"
-        )
+    self._check_number("gumbel_scale", 0.0, strict=False)
+    self._check_number("completed_q_value_scale", 0.0, strict=True)
+    self._check_number("completed_q_maxvisit_init", 0.0, strict=False)
     for name in ("completed_q_rescale_values", "completed_q_use_mixed_value"):
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")

@@ -133,3 +133,70 @@ def test_learning_rate_schedule_keys_validate():
   schedule = cosine.train.learning_rate_schedule()
   assert float(schedule(0)) == pytest.approx(0.01)
   assert float(schedule(100)) == pytest.approx(0.001)
+
+
+def test_reanalyse_fraction_validates():
+  path = os.path.join(ROOT, "configs", "nannon.yaml")
+  assert config_lib.load(path).train.reanalyse_fraction == 0.0  # off by default
+  assert config_lib.load(path).train.reanalyse_rows == 0
+  quarter = config_lib.load(path, ["train.reanalyse_fraction=.25", "train.batch_size=256"])
+  assert quarter.train.reanalyse_rows == 64
+  assert config_lib.from_dict(quarter.to_dict()) == quarter
+  assert config_lib.load(path, ["train.reanalyse_fraction=1"]).train.reanalyse_rows == 256
+  for bad in ("-0.1", "1.5"):
+    with pytest.raises(ValueError, match=r"reanalyse_fraction must be in \[0, 1\] \(0: off\)"):
+      config_lib.load(path, [f"train.reanalyse_fraction={bad}"])
+  with pytest.raises(ValueError, match="reanalyse_fraction must be a finite number"):
+    config_lib.load(path, ["train.reanalyse_fraction=.nan"])
+  with pytest.raises(ValueError, match="reanalyse_fraction must be of type float"):
+    config_lib.load(path, ["train.reanalyse_fraction=some"])
+  # A positive fraction that rounds to no sample at all is not a silent "off".
+  with pytest.raises(ValueError, match=r"rounds to 0 reanalysed samples.*at least 0.00195"):
+    config_lib.load(path, ["train.reanalyse_fraction=0.001", "train.batch_size=256"])
+  assert config_lib.load(path, ["train.reanalyse_fraction=0.002"]).train.reanalyse_rows == 1
+
+
+def test_search_knobs_validate():
+  path = os.path.join(ROOT, "configs", "nannon.yaml")
+  bad = [
+    ("search.pb_c_init=-1", "pb_c_init must be a finite number >= 0.0, got -1.0"),
+    ("search.pb_c_base=0", "pb_c_base must be a finite number > 0.0"),
+    ("search.dirichlet_alpha=0", "dirichlet_alpha must be a finite number > 0.0"),
+    ("search.dirichlet_fraction=1.5", r"dirichlet_fraction must be in \[0, 1\]"),
+    ("search.num_simulations=0", "num_simulations must be an int >= 1"),
+    ("search.max_depth=0", "max_depth must be None or an int >= 1"),
+    ("search.root=alphazero", r"root must be one of \('puct', 'gumbel'\)"),
+    ("search.gumbel_scale=-1", "gumbel_scale must be a finite number >= 0"),
+    ("search.completed_q_value_scale=0", "completed_q_value_scale must be a finite number > 0"),
+    ("search.terminal_nodes=1", "search.terminal_nodes must be of type bool"),
+  ]
+  for override, match in bad:
+    with pytest.raises(ValueError, match=match):
+      config_lib.load(path, [override])
+  # A Gumbel root cannot consider more moves than it simulates: refused, not
+  # truncated (Nannon searches 16 simulations).
+  with pytest.raises(
+    ValueError, match=r"num_simulations=16 below max_num_considered_actions=32.*<= 16"
+  ):
+    config_lib.load(path, ["search.root=gumbel", "search.max_num_considered_actions=32"])
+  with pytest.raises(ValueError, match="num_simulations=4 below max_num_considered_actions=16"):
+    config_lib.load(path, ["search.root=gumbel", "search.num_simulations=4"])
+  gumbel = config_lib.load(path, ["search.root=gumbel", "search.max_num_considered_actions=16"])
+  assert gumbel.search.root == "gumbel"
+  # What the YAML layer cannot say (booleans as ints, infinities) the
+  # SearchConfig refuses itself.
+  from anakin_mz.search import SearchConfig
+
+  direct = [
+    (dict(num_simulations=True), "num_simulations must be an int"),
+    (dict(max_depth=True), "max_depth must be None or an int"),
+    (dict(dirichlet_alpha=float("inf")), "dirichlet_alpha must be a finite number"),
+    (dict(pb_c_init=float("nan")), "pb_c_init must be a finite number"),
+    (dict(pb_c_base=float("inf")), "pb_c_base must be a finite number"),
+    (dict(dirichlet_legal_only=1), "dirichlet_legal_only must be true or false"),
+    (dict(terminal_nodes="no"), "terminal_nodes must be true or false"),
+  ]
+  for kwargs, match in direct:
+    with pytest.raises(ValueError, match=match):
+      SearchConfig(**kwargs)
+  SearchConfig(pb_c_init=0.0, dirichlet_legal_only=True, terminal_nodes=False)
