@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
+from anakin_mz import reanalyse as reanalyse_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz.config import Config
 from anakin_mz.loss import ndmz_loss
@@ -75,7 +76,7 @@ class Learner:
     k_params, k_actor, _, k_run = jax.random.split(key, 4)
     params = self.network.init(k_params)
     actor = init_actors(self.env, k_actor, tc.num_envs)
-    example = replay_lib.example_transition(self.env)
+    example = replay_lib.example_transition(self.env, legal_mask=tc.reanalyse_fraction > 0)
     buffer = replay_lib.init_buffer(example, tc.replay_capacity, tc.num_envs)
     return TrainState(
       params=params,
@@ -127,6 +128,10 @@ class Learner:
       K=tc.unroll_steps,
       num_players=self.env.num_players,
       num_actions=self.env.num_actions,
+    )
+    # Fresh targets for train.reanalyse_fraction of the batch (none at 0: no search).
+    batch = reanalyse_lib.refresh(
+      params, prepared, batch, key, network=self.network, env=self.env, config=self.config
     )
     (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
     if axis_name is not None:

@@ -51,6 +51,7 @@ gradient of the paper's MLP on a 2-core CPU
 from __future__ import annotations
 
 import types
+from typing import Optional, Tuple
 
 import chex
 import jax
@@ -80,6 +81,9 @@ class Transition:
     done: bool `[]`, the episode ended with this transition.
     truncated: bool `[]`, ... by truncation (the value is bootstrapped).
     valid: bool `[]`, False for padding steps (never sampled nor read).
+    legal_action_mask: bool `[A]`, the legal moves (decision steps), or None:
+      kept only by a buffer built with `example_transition(env,
+      legal_mask=True)` (reanalyse searches the stored positions again).
   """
 
   observation: chex.Array
@@ -93,6 +97,7 @@ class Transition:
   done: chex.Array
   truncated: chex.Array
   valid: chex.Array
+  legal_action_mask: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -141,9 +146,11 @@ class BufferState:
     return self.data.player.shape[1]
 
 
-def example_transition(env: envs.Env) -> Transition:
-  """An all-zero, unbatched `Transition` with `env`'s shapes and dtypes."""
+def example_transition(env: envs.Env, *, legal_mask: bool = False) -> Transition:
+  """An all-zero, unbatched `Transition` with `env`'s shapes and dtypes; with
+  `legal_mask` it holds the legal action mask too (else that field is None)."""
   f32, i32 = jnp.float32, jnp.int32
+  mask = jnp.zeros((env.num_actions,), jnp.bool_) if legal_mask else None
   return Transition(
     observation=jnp.zeros(env.observation_shape, f32),
     player=jnp.zeros((), i32),
@@ -156,6 +163,7 @@ def example_transition(env: envs.Env) -> Transition:
     done=jnp.zeros((), jnp.bool_),
     truncated=jnp.zeros((), jnp.bool_),
     valid=jnp.zeros((), jnp.bool_),
+    legal_action_mask=mask,
   )
 
 
@@ -185,7 +193,14 @@ def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -
       does (`sample`). True writes only the valid steps of each lane, packed,
       so lane b advances by its own count `sum(chunk.valid[:, b])`; if that
       exceeds L only the newest L are kept.
+
+  The buffer decides what is kept: a chunk's `legal_action_mask` is dropped
+  by a buffer built without one.
   """
+  if buffer.data.legal_action_mask is None:
+    chunk = chunk.replace(legal_action_mask=None)
+  elif chunk.legal_action_mask is None:
+    raise ValueError("the buffer keeps legal action masks, the chunk has none")
   cap = buffer.capacity
   t = chunk.player.shape[0]
   if chunk.player.shape[1:] != (buffer.num_lanes,):
@@ -470,14 +485,23 @@ def sample_prepared(
   """`sample` from the targets `prepare` derived (K must match)."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
+  i, lane, k_act = sample_starts(prepared, key, batch_size)
+  return targets_at(prepared, i, lane, k_act, K=K, num_players=num_players, num_actions=num_actions)
+
+
+def sample_starts(
+  prepared: Prepared, key: chex.PRNGKey, batch_size: int
+) -> Tuple[chex.Array, chex.Array, chex.PRNGKey]:
+  """The starts `sample_prepared(prepared, key, batch_size, ...)` draws:
+  logical times `i` `[N]` and lanes `lane` `[N]` (uniform, with replacement,
+  among the valid starts), and the key that draws its actions past the end."""
   lanes_n = prepared.buffer.num_lanes
   k_start, k_act = jax.random.split(key)
   ok = prepared.start_ok.reshape(-1).astype(jnp.float32)
   total = jnp.sum(ok)
   probs = jnp.where(total > 0, ok / jnp.maximum(total, 1.0), 1.0 / ok.size)
   flat = jax.random.choice(k_start, ok.size, (batch_size,), p=probs)
-  i, lane = flat // lanes_n, flat % lanes_n  # logical time, lane
-  return targets_at(prepared, i, lane, k_act, K=K, num_players=num_players, num_actions=num_actions)
+  return flat // lanes_n, flat % lanes_n, k_act  # logical time, lane
 
 
 def targets_at(

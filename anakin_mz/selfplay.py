@@ -141,6 +141,7 @@ def _play(
     done=nxt.done,
     truncated=nxt.truncated,
     valid=act,
+    legal_action_mask=s.legal_action_mask,  # kept only by buffers that ask for it
   )
   ret = actor.episode_return + nxt.rewards
   length = actor.episode_length + 1
