@@ -67,9 +67,7 @@ def collect_hidden_states(
   t_idx, g_idx = np.nonzero(decision)
   if t_idx.size < 2:
     raise ValueError(f"{env.id}: random play gave {t_idx.size} decision positions; need 2")
-  last = np.array(
-    [t_idx[g_idx == g].max() if np.any(g_idx == g) else 0 for g in range(num_games)]
-  )
+  last = np.array([t_idx[g_idx == g].max() if np.any(g_idx == g) else 0 for g in range(num_games)])
   pick = np.asarray(jax.random.permutation(k_pick, t_idx.size))[:num_positions]
   t_idx, g_idx = t_idx[pick], g_idx[pick]
   obs = traj.observation[t_idx, g_idx]
@@ -103,17 +101,13 @@ def tsne(hidden: np.ndarray, seed: int = 0, perplexity: float = 30.0) -> np.ndar
     from sklearn.decomposition import PCA
     from sklearn.manifold import TSNE
   except ImportError:
-    raise ImportError(
-      "the hidden-state map needs scikit-learn: install anakin-mz[plot]"
-    ) from None
+    raise ImportError("the hidden-state map needs scikit-learn: install anakin-mz[plot]") from None
   x = np.asarray(hidden, np.float64)
   x = x - x.mean(0)
   if x.shape[1] > 50 and x.shape[0] > 50:
     x = PCA(n_components=50, random_state=seed).fit_transform(x)
   perplexity = min(perplexity, (x.shape[0] - 1) / 3.0)
-  return TSNE(
-    n_components=2, perplexity=perplexity, init="pca", random_state=seed
-  ).fit_transform(x)
+  return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(x)
 
 
 def plot_hidden_map(
@@ -147,8 +141,7 @@ def plot_hidden_map(
     ax.set_xticks([])
     ax.set_yticks([])
   fig.suptitle(
-    title
-    or f"t-SNE of {len(states.value)} hidden states from {states.num_games} random games"
+    title or f"t-SNE of {len(states.value)} hidden states from {states.num_games} random games"
   )
   fig.tight_layout()
   fig.savefig(path, dpi=80)

@@ -98,18 +98,20 @@ def test_pgx_hidden_chance_backgammon_draws_with_the_key():
   env = envs.make("pgx-backgammon")
   assert env.hidden_chance and env.num_players == 2 and env.num_chance_outcomes == 1
   testing.check_hidden_chance(env, jax.random.PRNGKey(0))
-  # The dice are drawn inside the step: different keys, different dice
-  # (pgx puts them in the observation), within the same legal move.
+  # The dice are drawn inside the step: the same moves from the same start,
+  # stepped with different keys, give the next player different dice (pgx
+  # keeps them in the state and shows them in the observation).
   s = env.reset(jax.random.PRNGKey(0))
   step = jax.jit(env.step)
-  a = testing.random_action(s, jax.random.PRNGKey(1))
   dice = set()
   for i in range(8):
     s2 = s
-    for _ in range(4):  # to the other player's turn
+    for t in range(4):  # a turn is at most 4 moves
       if int(s2.current_player) != int(s.current_player):
         break
-      s2 = step(s2, testing.random_action(s2, jax.random.PRNGKey(i)), jax.random.PRNGKey(100 + i))
+      a = testing.random_action(s2, jax.random.PRNGKey(t))
+      s2 = step(s2, a, jax.random.PRNGKey(100 + i))
+    assert int(s2.current_player) != int(s.current_player)
     dice.add(np.asarray(s2.game.inner._dice).tobytes())  # pylint: disable=protected-access
   assert len(dice) > 1
 

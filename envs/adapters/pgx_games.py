@@ -152,9 +152,7 @@ def from_pgx(name, max_game_length: Optional[int] = None) -> Env:
   key = (name, max_game_length)
   if key not in _CLASSES:
     payoff = "single" if name == "2048" else "zero_sum"
-    _CLASSES[key] = _pgx_class(
-      f"pgx:{name}", name, max_game_length, name in HIDDEN_CHANCE, payoff
-    )
+    _CLASSES[key] = _pgx_class(f"pgx:{name}", name, max_game_length, name in HIDDEN_CHANCE, payoff)
   return build(_CLASSES[key], {})
 
 

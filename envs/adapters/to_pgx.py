@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from envs.adapters.hidden import require
 from envs.core import Env
 
+
 def _state_class(env: Env, pgx):
   """The pgx `State` subclass of one of our games (pgx reads `env_id` off
   the state class)."""
@@ -54,8 +55,7 @@ def _state_class(env: Env, pgx):
         for i, s in enumerate(lines)
       )
       return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
-        f"{body}</svg>"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{body}</svg>'
       )
 
     def save_svg(self, filename, *, color_theme=None, scale=None) -> None:
