@@ -21,9 +21,13 @@ def register(cls: Type[Game]) -> Type[Game]:
   return cls
 
 
-def registered() -> Tuple[str, ...]:
-  """The names of all registered games, sorted."""
-  return tuple(sorted(_REGISTRY))
+def registered(adapted: bool = True) -> Tuple[str, ...]:
+  """The names of all registered games, sorted. `adapted=False` leaves out
+  the games wrapped from gymnax and pgx (`minatar-*`, `pgx-*`: their classes
+  set `adapted = True`), e.g. for checks that need a training config."""
+  return tuple(
+    sorted(n for n, c in _REGISTRY.items() if adapted or not getattr(c, "adapted", False))
+  )
 
 
 def default_params(name: str) -> Dict[str, ParamValue]:

@@ -59,6 +59,7 @@ class KeyedGame(Game):
   max_chance_run = 0
   chance_run_exact = True  # so `Env` never traces `apply_chance`
   hidden_chance = True  # the transition draws chance from a key
+  adapted = True  # wrapped from another library (`envs.registered(adapted=False)`)
 
   @property
   def num_chance_outcomes(self) -> int:
