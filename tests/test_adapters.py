@@ -140,12 +140,21 @@ def test_missing_library_names_the_extra(monkeypatch):
 @pytest.fixture
 def pgx_api_test(monkeypatch):
   """pgx's own API test (`pgx._src.api_test`); it accepts only pgx's game
-  ids, so ours are added to its list for the test."""
+  ids, so ours are added to its list for the test. Its single-state half
+  draws moves with `act_randomly(key, mask)`, which samples along axis 1
+  and so fails on one unbatched state (pgx 2.6, for pgx's own games too):
+  the test gives it the batch axis it expects."""
   from pgx._src import api_test  # pylint: disable=import-outside-toplevel
+
+  batched = api_test.act_randomly
+
+  def act_randomly(key, mask):
+    return batched(key, mask[None])[0] if mask.ndim == 1 else batched(key, mask)
 
   def run(env, num):
     ids = typing.get_args(api_test.EnvId) + (env.id,)
     monkeypatch.setattr(api_test, "EnvId", typing.Literal[ids])
+    monkeypatch.setattr(api_test, "act_randomly", act_randomly)
     api_test.api_test(env, num=num, use_key=True)
 
   return run

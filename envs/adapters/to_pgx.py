@@ -45,7 +45,16 @@ def _state_class(env: Env, pgx):
 
     def to_svg(self, *, color_theme=None, scale=None) -> str:
       del color_theme, scale
-      text = env.render(self._inner)
+      if jnp.ndim(self.current_player) == 0:
+        text = env.render(self._inner)
+      else:  # a batch (pgx draws a grid): one board after another
+        n = int(jnp.size(self.current_player))
+        flat = jax.tree.map(
+          lambda x: x.reshape((n,) + x.shape[self.current_player.ndim :]), self._inner
+        )
+        text = "\n\n".join(
+          f"[{i}]\n" + env.render(jax.tree.map(lambda x: x[i], flat)) for i in range(n)
+        )
       lines = text.splitlines() or [""]
       width = 10 + 9 * max(len(s) for s in lines)
       height = 10 + 16 * len(lines)
