@@ -10,7 +10,10 @@ from anakin_mz import hidden_map
 from anakin_mz.networks import Network, NetworkConfig
 
 
-@pytest.mark.parametrize("name", ["nannon", "catch"])
+@pytest.mark.parametrize(
+  "name",
+  ["nannon", pytest.param("catch", marks=pytest.mark.slow)],  # one player, one mover
+)
 def test_hidden_map_any_game(name, tmp_path):
   env = envs.make(name)
   network = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
