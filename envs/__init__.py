@@ -20,6 +20,9 @@ from envs import nannon  # noqa: F401
 from envs import einstein  # noqa: F401
 from envs import breakthrough  # noqa: F401
 
+# gymnax and pgx games (minatar-*, pgx-*), and our games in their APIs.
+from envs.adapters import from_gymnax, from_pgx, to_gymnax, to_pgx
+
 __all__ = [
   "CHANCE",
   "TERMINAL",
@@ -34,4 +37,8 @@ __all__ = [
   "chance_outcome",
   "Policy",
   "random_policy",
+  "from_gymnax",
+  "from_pgx",
+  "to_gymnax",
+  "to_pgx",
 ]

@@ -207,6 +207,11 @@ class Env:
   jittable, and work under `jax.vmap` on batched states.
   """
 
+  # True where chance hides inside the game's keyed transition (the gymnax
+  # and pgx adapters, `envs/adapters/`): no chance nodes, `step(state,
+  # action, key)` draws it, `sample_chance` raises.
+  hidden_chance: bool = False
+
   def __init__(self, game: Game):
     self._game = game
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Tuple, Type
+from typing import Dict, Mapping, Tuple, Type
 
 from envs.core import PAYOFF_KINDS, Env, Game, ParamValue
 
@@ -21,9 +21,13 @@ def register(cls: Type[Game]) -> Type[Game]:
   return cls
 
 
-def registered() -> Tuple[str, ...]:
-  """The names of all registered games, sorted."""
-  return tuple(sorted(_REGISTRY))
+def registered(adapted: bool = True) -> Tuple[str, ...]:
+  """The names of all registered games, sorted. `adapted=False` leaves out
+  the games wrapped from gymnax and pgx (`minatar-*`, `pgx-*`: their classes
+  set `adapted = True`), e.g. for checks that need a training config."""
+  return tuple(
+    sorted(n for n, c in _REGISTRY.items() if adapted or not getattr(c, "adapted", False))
+  )
 
 
 def default_params(name: str) -> Dict[str, ParamValue]:
@@ -54,7 +58,16 @@ def make(name: str, **params: ParamValue) -> Env:
     ValueError: unknown name, unknown parameter, a value of the wrong type, or
       a value the game rejects. The message lists what is valid.
   """
-  cls = _game_class(name)
+  return build(_game_class(name), params)
+
+
+def build(cls: Type[Game], params: Mapping[str, ParamValue]) -> Env:
+  """`make` for a game class that may not be registered (the adapters build
+  them on the fly): validates `params` against `cls.default_params` and
+  `cls.validate_params`, and wraps the game in `cls.env_class` (`Env`
+  unless the class names another, e.g. a hidden-chance adapter)."""
+  name = cls.name
+  params = dict(params)
   defaults = dict(cls.default_params)
   unknown = sorted(set(params) - set(defaults))
   if unknown:
@@ -72,4 +85,4 @@ def make(name: str, **params: ParamValue) -> Env:
       params[key] = float(value)
   full = {**defaults, **params}
   cls.validate_params(full)
-  return Env(cls(**full))
+  return getattr(cls, "env_class", Env)(cls(**full))

@@ -198,12 +198,39 @@ def check_absorbing_and_illegal(env: Env, key: jax.Array) -> None:
       raise AssertionError(f"{env.id}: check_action accepted illegal {a}")
 
 
+def check_hidden_chance(env: Env, key: jax.Array) -> None:
+  """Where chance hides inside the keyed transition (`env.hidden_chance`,
+  the gymnax and pgx adapters): no chance nodes; `step(state, action, key)`
+  is the explicit step with the state's carried key replaced by `key`; the
+  explicit-chance entry points raise a clear error. Other envs: nothing."""
+  if not env.hidden_chance:
+    return
+  name = env.id
+  assert env.num_chance_outcomes == 1, f"{name}: hidden chance with chance outcomes"
+  s = env.reset(key)
+  assert int(s.current_player) != CHANCE, f"{name}: a chance node"
+  k = jax.random.fold_in(key, 1)
+  a = random_action(s, key)
+  keyed = jax.jit(env.step)(s, a, k)
+  explicit = jax.jit(env.step)(s.replace(game=s.game.replace(key=k)), a)
+  for x, y in zip(jax.tree.leaves(keyed), jax.tree.leaves(explicit)):
+    assert np.array_equal(np.asarray(x), np.asarray(y)), f"{name}: keyed step ignores its key"
+  for call in (lambda: env.sample_chance(s, key), lambda: env.game.apply_chance(s.game, 0)):
+    try:
+      call()
+    except ValueError as e:
+      assert "hidden" in str(e) and "step(state, action, key)" in str(e), str(e)
+    else:
+      raise AssertionError(f"{name}: an explicit-chance entry point did not raise")
+
+
 def check_contract(env: Env, key: jax.Array) -> None:
   """All contract checks for one env."""
-  ks = jax.random.split(key, 5)
+  ks = jax.random.split(key, 6)
   check_shapes(env, ks[0])
   check_playouts(env, ks[1])
   check_determinism(env, ks[2])
   check_keyed_step(env, ks[3])
   check_absorbing_and_illegal(env, ks[4])
+  check_hidden_chance(env, ks[5])
   assert isinstance(env.render(env.init(ks[0])), str)

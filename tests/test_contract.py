@@ -8,8 +8,32 @@ import envs
 from envs import testing
 
 
-@pytest.fixture(params=envs.registered())
+# The adapted games (gymnax, pgx) compile slowly on CI's 2 cores: the fast
+# suite checks one of each kind; the rest run with -m slow.
+FAST_ADAPTED = ("minatar-breakout", "pgx-connect_four", "pgx-tic_tac_toe")
+
+# Our games through pgx's and gymnax's APIs and back (`to_pgx`, `to_gymnax`
+# then `from_pgx`, `from_gymnax`): the reverse adapters keep the contract.
+ROUND_TRIPS = {
+  "to_pgx(nannon)": lambda: envs.from_pgx(envs.to_pgx(envs.make("nannon"))),
+  "to_pgx(breakthrough)": lambda: envs.from_pgx(envs.to_pgx(envs.make("breakthrough"))),
+  "to_gymnax(catch)": lambda: envs.from_gymnax(*envs.to_gymnax(envs.make("catch"))),
+}
+
+
+def _env_params():
+  for name in envs.registered():
+    adapted = name.startswith(("minatar-", "pgx-"))
+    marks = [pytest.mark.slow] if adapted and name not in FAST_ADAPTED else []
+    yield pytest.param(name, marks=marks, id=name)
+  for name in ROUND_TRIPS:
+    yield pytest.param(name, id=name)
+
+
+@pytest.fixture(params=list(_env_params()))
 def env(request):
+  if request.param in ROUND_TRIPS:
+    return ROUND_TRIPS[request.param]()
   return envs.make(request.param)
 
 
@@ -34,6 +58,10 @@ def test_illegal_action(env):
   testing.check_absorbing_and_illegal(env, jax.random.PRNGKey(5))
 
 
+def test_hidden_chance(env):
+  testing.check_hidden_chance(env, jax.random.PRNGKey(9))
+
+
 def test_render(env):
   assert isinstance(env.render(env.init(jax.random.PRNGKey(0))), str)
   assert env.render(env.reset(jax.random.PRNGKey(0)))
@@ -41,7 +69,7 @@ def test_render(env):
 
 def test_properties(env):
   assert env.payoff in envs.PAYOFF_KINDS
-  assert env.id in envs.registered()
+  assert env.id in envs.registered() or env.id.startswith(("pgx:", "gymnax:"))
   assert env.max_game_length >= 1
   assert isinstance(env.version, int)
 
@@ -58,6 +86,8 @@ def test_make_rejects_unknown():
 
 
 def test_sample_chance_leaves_decision_states_alone(env):
+  if env.hidden_chance:
+    pytest.skip("chance is hidden: sample_chance raises (test_hidden_chance)")
   state = env.reset(jax.random.PRNGKey(6))
   again = env.sample_chance(state, jax.random.PRNGKey(7))
   for a, b in zip(

@@ -157,7 +157,7 @@ def test_optimal_opponent_beats_random():
   assert float(np.mean(np.asarray(res.score) > 0)) > 0.5
 
 
-@pytest.mark.parametrize("game", sorted(envs.registered()))
+@pytest.mark.parametrize("game", sorted(envs.registered(adapted=False)))
 def test_tiny_end_to_end_evaluation(game, tmp_path):
   directory = save_tiny(tmp_path / "ck", game)
   r = report.evaluate_checkpoint(directory, opponent="random", games=4, seed=1, extra=False)
