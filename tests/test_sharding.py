@@ -83,7 +83,7 @@ def _env(**extra):
   return env
 
 
-def _worker(devices, logdir, updates, every=0, resume=False, out=None, env=None, wait=True):
+def _worker(devices, logdir, updates, every=8, resume=False, out=None, env=None, wait=True):
   cmd = [
     sys.executable,
     "-c",
@@ -131,7 +131,7 @@ def test_devices_give_the_same_run_and_a_checkpoint_moves_between_them(tmp_path,
   ref_dir, ref = one_device
   assert ref["devices"] == 1 and ref["update_step"] == [4, 8, 12]
   # 2 devices from scratch, saving at update 8.
-  two = _worker(2, tmp_path / "two", 8, every=8)
+  two = _worker(2, tmp_path / "two", 8)
   assert two["devices"] == 2 and two["saved"] == 8
   np.testing.assert_allclose(two["loss"], ref["loss"][:2], rtol=1e-5)
   # The 2-device checkpoint resumes on 1 and on 8 devices.
@@ -201,3 +201,28 @@ def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
   ckpt.save(str(tmp_path / "checkpoints"), 4, state, meta)
   with pytest.raises(ckpt.CheckpointError, match="older pmap run loop"):
     run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
+
+
+def test_cli_non_dividing_devices_is_one_line_exit_2(tmp_path):
+  out = subprocess.run(
+    [
+      sys.executable,
+      os.path.join(ROOT, "scripts", "train.py"),
+      "--env=catch",
+      "--devices=3",
+      f"--logdir={tmp_path}",
+      "--no-progress",
+      *TINY,
+    ],
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert out.returncode == 2, out.stdout + out.stderr
+  assert "Traceback" not in out.stderr
+  assert out.stderr.strip() == (
+    "error: train.num_envs=8 does not divide over 3 devices: num_envs is global and is split "
+    "evenly over the devices; use a multiple of 3 or another device count (train.py --devices)"
+  ), out.stderr
