@@ -7,8 +7,11 @@ little from a second core. A first measurement on a 2-core machine (Nannon's
 default config, one Anakin step, median of 8, taken while other jobs loaded
 the machine, so only indicative): one device on both cores made 0.9x the
 updates/s of one device pinned to one core; one JAX device *per core* made
-2.0x; single-threaded devices (`--xla_cpu_multi_thread_eigen=false`) 0.96x,
-as XLA then serialises the devices' work. So on CPU `train.py` makes one
+2.0x (with the earlier `pmap` step, whose `num_envs` and `batch_size` were
+per device: each step did twice the work; the sharded step with global sizes
+is measured in README.md's device-scaling table); single-threaded devices
+(`--xla_cpu_multi_thread_eigen=false`) 0.96x, as XLA then serialises the
+devices' work. So on CPU `train.py` makes one
 device per usable core (`--devices auto`, the cores `taskset` or the cgroup
 allow), and the Anakin step is sharded over them (`anakin.py`).
 `scripts/benchmark_devices.py` measures this again on a given machine.
