@@ -9,7 +9,7 @@ import jax
 
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
-from anakin_mz.anakin import Learner
+from anakin_mz.anakin import Learner, make_mesh
 from anakin_mz.types import Params
 
 
@@ -54,15 +54,20 @@ def load_agent(
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
     )
-  learner = Learner(config)
+  # Evaluation runs on one device, whatever the training ran on.
+  learner = Learner(config, mesh=make_mesh(jax.local_devices()[:1]))
   ckpt.check_compatible(meta, directory, env_id=learner.env.id, env_version=learner.env.version)
-  single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
-  devices = int(meta.get("num_devices", 1))  # type: ignore[arg-type]
-  template = jax.tree.map(
-    lambda x: jax.ShapeDtypeStruct((devices,) + tuple(x.shape), x.dtype), single
-  )
-  state, meta = ckpt.restore(directory, template, step)
-  params = jax.tree.map(lambda x: x[0], state.params)
+  if ckpt.is_legacy_layout(meta):  # the pmap run loop: a leading device axis
+    single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
+    devices = int(meta["num_devices"])  # type: ignore[arg-type]
+    template = jax.tree.map(
+      lambda x: jax.ShapeDtypeStruct((devices,) + tuple(x.shape), x.dtype), single
+    )
+    state, meta = ckpt.restore(directory, template, step)
+    params = jax.tree.map(lambda x: x[0], state.params)
+  else:
+    state, meta = ckpt.restore(directory, learner.abstract_state(), step)
+    params = state.params
   return Agent(
     config=config,
     learner=learner,

@@ -1,13 +1,20 @@
 """One Anakin step: self-play chunk -> replay -> N gradient updates, as a
-single jitted (and pmapped) function, in the style of Stoix's
-`get_learner_fn`. Everything a run needs lives in `TrainState`, so a
-checkpoint of it resumes a run exactly.
+single jitted function, in the style of Stoix's `get_learner_fn`. Everything
+a run needs lives in `TrainState`, so a checkpoint of it resumes a run
+exactly.
 
-Multi-device: `Learner.pstep` is `jax.pmap` over all local devices with axis
-name "device". Each device owns its self-play lanes, its replay buffer and
-its RNG stream; parameters and optimizer state are replicated and the
-gradients are averaged with `lax.pmean`, so they stay identical. One device
-runs the very same code.
+Devices: `Learner.step` is written for one global state (all `num_envs`
+lanes, one replay buffer, one run key) and `Learner.jit_step` compiles it
+under `jax.jit` with shardings over a `jax.sharding.Mesh` of every device
+(one data-parallel axis, "data"): the self-play lanes and the replay
+buffer's lane axis are split over the devices, parameters, optimizer state,
+the run key and the counters are replicated, and each update's batch is
+split over the devices, so XLA's SPMD partitioner averages the gradients
+(an all-reduce). The program means the same on 1 CPU device, N forced host
+devices, a GPU or a TPU slice, multi-host included (`host.py`): the same
+seed gives the same run on any device count, to float rounding
+(`tests/test_sharding.py`). `num_envs` and `batch_size` are global and must
+divide by the device count.
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ from typing import Dict, Tuple
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 import envs
 from anakin_mz import reanalyse as reanalyse_lib
@@ -28,21 +38,28 @@ from anakin_mz.loss import ndmz_loss
 from anakin_mz.networks import Network
 from anakin_mz.selfplay import ActorState, init_actors, rollout
 
-AXIS = "device"
+AXIS = "data"
+
+
+def make_mesh(devices=None) -> Mesh:
+  """A one-axis ("data") mesh over `devices` (default: every device of every
+  process, `jax.devices()`)."""
+  devices = jax.devices() if devices is None else list(devices)
+  return Mesh(np.asarray(devices), (AXIS,))
 
 
 @chex.dataclass(frozen=True)
 class TrainState:
-  """Everything one device needs to continue a run.
+  """Everything a run needs to continue (global arrays).
 
   Attributes:
     params: network parameters (replicated across devices).
     opt_state: optax state (replicated).
-    buffer: this device's replay buffer.
-    actor: this device's self-play lanes.
-    key: `[2]` uint32 PRNG key (differs per device).
+    buffer: the replay buffer, `[L, num_envs, ...]` (lanes split over devices).
+    actor: the self-play lanes, `[num_envs, ...]` (split over devices).
+    key: `[2]` uint32 PRNG key of the run (replicated).
     update_step: int32 `[]` gradient updates done.
-    env_steps: int32 `[]` transitions generated on this device.
+    env_steps: int32 `[]` transitions generated (all lanes).
   """
 
   params: chex.ArrayTree
@@ -55,10 +72,26 @@ class TrainState:
 
 
 class Learner:
-  """Builds the training state and the jitted Anakin step for one config."""
+  """Builds the training state and the jitted Anakin step for one config,
+  on `mesh` (default: `make_mesh()`, every device).
 
-  def __init__(self, config: Config):
+  Raises:
+    ValueError: `train.num_envs` or `train.batch_size` does not divide by
+      the number of devices.
+  """
+
+  def __init__(self, config: Config, mesh: Mesh | None = None):
     self.config = config
+    self.mesh = make_mesh() if mesh is None else mesh
+    self.num_devices = int(self.mesh.size)
+    for name in ("num_envs", "batch_size"):
+      value = getattr(config.train, name)
+      if value % self.num_devices:
+        raise ValueError(
+          f"train.{name}={value} does not divide over {self.num_devices} devices: "
+          f"{name} is global and is split evenly over the devices; use a multiple of "
+          f"{self.num_devices} or another device count (train.py --devices)"
+        )
     self.env: envs.Env = config.make_env()
     self.network = Network(self.env, config.network)
     tc = config.train
@@ -88,22 +121,49 @@ class Learner:
       env_steps=jnp.int32(0),
     )
 
-  def init_replicated(self, seed: int) -> TrainState:
-    """A TrainState with a leading device axis: same params everywhere,
-    different self-play and RNG per device."""
-    devices = jax.local_devices()
+  def shardings(self, state) -> TrainState:
+    """The `NamedSharding` of each leaf of `state` (a `TrainState`, or its
+    `jax.eval_shape`): lanes split over the mesh's data axis (the actor's
+    `[B, ...]` leaves and the buffer's `[L, B, ...]` ones), all else
+    replicated."""
+    rep = NamedSharding(self.mesh, P())
+    lanes = NamedSharding(self.mesh, P(AXIS))
+    like = lambda tree, sharding: jax.tree.map(lambda _: sharding, tree)
+    buffer = like(state.buffer, NamedSharding(self.mesh, P(None, AXIS)))
+    return like(state, rep).replace(
+      actor=like(state.actor, lanes).replace(surplus=rep),
+      buffer=buffer.replace(write=lanes, count=lanes, added=lanes),
+    )
+
+  def abstract_state(self) -> TrainState:
+    """Shapes, dtypes and shardings of this learner's state, for restoring a
+    checkpoint onto this mesh."""
+    shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
+    return jax.tree.map(
+      lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+      shapes,
+      self.shardings(shapes),
+    )
+
+  def init_run(self, seed: int) -> TrainState:
+    """The run loop's fresh state for `seed`: `init(PRNGKey(seed))` with the
+    lanes and the run key drawn from `PRNGKey(seed + 1)` (the streams of
+    the earlier one-device run loop, so its runs keep their numbers)."""
     base = self.init(jax.random.PRNGKey(seed))
-    keys = jax.random.split(jax.random.PRNGKey(seed + 1), len(devices))
+    k_actor, k_run = jax.random.split(jax.random.split(jax.random.PRNGKey(seed + 1), 1)[0])
+    actor = init_actors(self.env, k_actor, self.config.train.num_envs)
+    return base.replace(actor=actor, key=k_run)
 
-    def per_device(k):
-      k_actor, k_run = jax.random.split(k)
-      return base.replace(
-        actor=init_actors(self.env, k_actor, self.config.train.num_envs), key=k_run
-      )
+  def init_sharded(self, seed: int) -> TrainState:
+    """`init_run(seed)` laid out on the mesh: every device builds its own
+    lanes (the same values on any number of devices)."""
+    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
+    return jax.jit(self.init_run, static_argnums=0, out_shardings=shardings)(seed)
 
-    states = [per_device(k) for k in keys]
-    # pmap shards the leading axis over the devices on the first call.
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+  def shard(self, state) -> TrainState:
+    """`state` (host or device arrays of the global state) laid out on the
+    mesh."""
+    return jax.device_put(state, self.shardings(state))
 
   # ---------------------------------------------------------------- step
   def temperature(self, update_step: chex.Array) -> chex.Array:
@@ -118,7 +178,7 @@ class Learner:
   def _loss(self, params, batch):
     return ndmz_loss(params, self.network, batch, self.config.loss)
 
-  def _update(self, carry, key, *, prepared, axis_name):
+  def _update(self, carry, key, *, prepared):
     params, opt_state = carry
     tc = self.config.train
     batch = replay_lib.sample_prepared(
@@ -133,11 +193,10 @@ class Learner:
     batch = reanalyse_lib.refresh(
       params, prepared, batch, key, network=self.network, env=self.env, config=self.config
     )
+    # Data parallelism: each device takes its share of the batch; the
+    # gradient of the mean loss is then an all-reduce over the devices.
+    batch = jax.lax.with_sharding_constraint(batch, NamedSharding(self.mesh, P(AXIS)))
     (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
-    if axis_name is not None:
-      grads = jax.lax.pmean(grads, axis_name)
-      metrics = jax.lax.pmean(metrics, axis_name)
-      loss = jax.lax.pmean(loss, axis_name)
     updates, opt_state = self.optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
@@ -163,8 +222,8 @@ class Learner:
     first = jnp.where(jnp.any(per_update), jnp.argmax(per_update), -1)
     return flags, first.astype(jnp.int32)
 
-  def step(self, state: TrainState, axis_name=None) -> Tuple[TrainState, Dict[str, chex.Array]]:
-    """One Anakin step on one device (call through `jit` or `pstep`).
+  def step(self, state: TrainState) -> Tuple[TrainState, Dict[str, chex.Array]]:
+    """One Anakin step of the global state (call it through `jit_step`).
 
     Self-play `rollout_length` transitions in every lane, add them to the
     buffer, then make `updates_per_chunk` gradient updates once the buffer
@@ -203,7 +262,7 @@ class Learner:
       discount=self.config.discount,
     )
     ready = (jnp.min(buffer.count) >= tc.min_replay) & jnp.any(prepared.start_ok)
-    update = functools.partial(self._update, prepared=prepared, axis_name=axis_name)
+    update = functools.partial(self._update, prepared=prepared)
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)
     )
@@ -216,9 +275,6 @@ class Learner:
     params = keep(params, state.params)
     opt_state = keep(opt_state, state.opt_state)
     done_updates = jnp.where(apply, self.updates_per_chunk, 0)
-    local_transitions = stats.transitions
-    if axis_name is not None:
-      stats = jax.lax.psum(stats, axis_name)
     metrics.update(
       episodes=stats.episodes,
       return_sum=stats.return_sum,
@@ -239,16 +295,15 @@ class Learner:
       actor=actor,
       key=key,
       update_step=state.update_step + done_updates,
-      env_steps=state.env_steps + local_transitions,
+      env_steps=state.env_steps + stats.transitions,
     )
     return new_state, metrics
 
   @functools.cached_property
   def jit_step(self):
-    """`step` jitted for one device, no device axis."""
-    return jax.jit(self.step)
-
-  @functools.cached_property
-  def pstep(self):
-    """`step` pmapped over all local devices (leading device axis)."""
-    return jax.pmap(functools.partial(self.step, axis_name=AXIS), axis_name=AXIS)
+    """`step` jitted on the mesh: takes and returns the state with
+    `shardings` (a state on one device, or on host, is moved there first);
+    the metrics come back replicated."""
+    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
+    rep = NamedSharding(self.mesh, P())
+    return jax.jit(self.step, in_shardings=(shardings,), out_shardings=(shardings, rep))

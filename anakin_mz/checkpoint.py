@@ -4,10 +4,18 @@ A checkpoint directory holds one sub-directory per saved update step. Each
 step stores two items:
 
 * `state`: the complete `anakin.TrainState` pytree (params, optimizer state,
-  replay buffer, self-play lanes, RNG key, counters) of device 0, so a resumed
-  run continues exactly where the saved one stopped;
+  replay buffer, self-play lanes, RNG key, counters) as global arrays, so a
+  resumed run continues exactly where the saved one stopped. Orbax writes
+  each device's shards (each host its own, multi-host); `restore` into a
+  template with shardings (`Learner.abstract_state`) lays the state out on
+  the restoring run's devices, so a state saved on N devices resumes on M;
 * `meta`: JSON with the config, the env id and version, the package version
-  and the step.
+  and the step; the run loop adds `state_layout` ("global") and the device
+  count it ran on (for information).
+
+Checkpoints of the earlier `pmap` run loop (before `state_layout`) hold the
+state with a leading device axis: their params still load for evaluation
+(`agent.load_agent`), but `check_resumable` refuses to resume them.
 
 Restoring checks the metadata against what the caller expects, and that
 every floating-point array is finite, and raises a `CheckpointError` (a
@@ -21,14 +29,41 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
 import anakin_mz
 
 
+STATE_LAYOUT = "global"
+
+
 class CheckpointError(ValueError):
   """A checkpoint is missing, unreadable, or does not fit the request."""
+
+
+def is_legacy_layout(meta: Dict[str, object]) -> bool:
+  """True for a state saved by the `pmap` run loop: a leading axis of
+  `meta["num_devices"]` devices on every array."""
+  return "num_devices" in meta and "state_layout" not in meta
+
+
+def check_resumable(meta: Dict[str, object], directory: str) -> None:
+  """Raises CheckpointError unless the run loop can resume this checkpoint's
+  state layout."""
+  if is_legacy_layout(meta):
+    raise CheckpointError(
+      f"checkpoint {directory!r} was saved by the older pmap run loop (a leading axis of "
+      f"{meta['num_devices']} devices, per-device num_envs and batch_size); this version "
+      "saves global arrays and cannot resume it. evaluate.py still reads it; start a new "
+      "run (another --logdir) to train on"
+    )
+  layout = meta.get("state_layout", STATE_LAYOUT)
+  if layout != STATE_LAYOUT:
+    raise CheckpointError(
+      f"checkpoint {directory!r} has state layout {layout!r}; this version reads {STATE_LAYOUT!r}"
+    )
 
 
 def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3) -> ocp.CheckpointManager:
@@ -51,8 +86,9 @@ def make_metadata(
 
 
 def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
-  """Saves `state` (a host pytree of arrays) and `meta` at `step`; blocks
-  until written. Refuses a state with non-finite values."""
+  """Saves `state` (a pytree of host arrays or of global `jax.Array`s, sharded
+  or not) and `meta` at `step`; blocks until written. Refuses a state with
+  non-finite values."""
   bad = nonfinite_leaves(state)
   if bad:
     raise CheckpointError(
@@ -134,7 +170,9 @@ def restore(
   directory: str, template, step: Optional[int] = None
 ) -> Tuple[object, Dict[str, object]]:
   """Restores the state saved at `step` (default: latest) into the structure
-  and shapes of `template`. Returns (state, metadata).
+  and shapes of `template` (arrays or `jax.ShapeDtypeStruct`s; where these
+  carry a sharding, the arrays come back laid out that way, whatever the
+  devices they were saved from). Returns (state, metadata).
 
   Raises:
     CheckpointError: missing path or step, unreadable data, or a saved state
@@ -172,11 +210,24 @@ def restore(
   return state, meta
 
 
+@jax.jit
+def _all_finite(leaves):
+  return [jnp.all(jnp.isfinite(x)) for x in leaves]
+
+
 def nonfinite_leaves(tree) -> List[str]:
-  """The paths of the floating-point leaves of `tree` that hold NaN or inf."""
-  out = []
-  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-    leaf = np.asarray(leaf)
-    if np.issubdtype(leaf.dtype, np.inexact) and not np.all(np.isfinite(leaf)):
-      out.append(jax.tree_util.keystr(path))
-  return out
+  """The paths of the floating-point leaves of `tree` that hold NaN or inf.
+  Device arrays are checked where they live (no copy to the host, and it
+  works for arrays spread over hosts)."""
+  bad, device = {}, []
+  for i, (path, leaf) in enumerate(jax.tree_util.tree_flatten_with_path(tree)[0]):
+    if not np.issubdtype(np.dtype(leaf.dtype), np.inexact):
+      continue
+    if isinstance(leaf, jax.Array):
+      device.append((i, path, leaf))
+    elif not np.all(np.isfinite(np.asarray(leaf))):
+      bad[i] = path
+  if device:
+    finite = jax.device_get(_all_finite([leaf for _, _, leaf in device]))
+    bad.update({i: path for (i, path, _), ok in zip(device, finite) if not ok})
+  return [jax.tree_util.keystr(bad[i]) for i in sorted(bad)]

@@ -46,11 +46,11 @@ LR_SCHEDULES = ("constant", "cosine")
 class TrainConfig:
   """The Anakin loop: self-play, replay and optimisation settings."""
 
-  num_envs: int = 64  # B: self-play games in parallel per device
+  num_envs: int = 64  # B: self-play games in parallel (global; split over devices)
   rollout_length: int = 16  # T: env transitions per lane per self-play chunk
   replay_capacity: int = 512  # L: time steps kept per lane in the ring buffer
   min_replay: int = 32  # time steps per lane before updates start
-  batch_size: int = 256  # samples per gradient update, per device
+  batch_size: int = 256  # samples per gradient update (global; split over devices)
   replay_ratio: float = 1.0  # samples trained per transition generated
   unroll_steps: int = 6  # K
   td_steps: int = 0  # 0: game outcome; n > 0: n-step bootstrap
@@ -61,7 +61,7 @@ class TrainConfig:
   temperature_start: float = 1.0  # self-play action temperature, decayed
   temperature_end: float = 0.25  # linearly to this over the decay
   temperature_decay_updates: int = 0  # updates the decay takes (0: total_updates)
-  total_updates: int = 10_000  # budget in gradient updates (per device)
+  total_updates: int = 10_000  # budget in gradient updates
   eval_every: int = 500  # updates between evaluations (0: never)
   eval_games: int = 256  # games per evaluation
   checkpoint_every: int = 1_000  # updates between checkpoints (0: end only)

@@ -1,27 +1,55 @@
-"""How a run spreads over the host's CPU cores, chosen before JAX starts.
+"""Which devices a run uses, chosen before JAX starts: the CPU device count
+and, where a multi-process environment is present, `jax.distributed`.
 
-On a CPU, JAX's default is one device whose XLA thread pool spans every core.
+CPU. JAX's default is one device whose XLA thread pool spans every core.
 For the small networks and batched games of this project that pool gains
 little from a second core. A first measurement on a 2-core machine (Nannon's
 default config, one Anakin step, median of 8, taken while other jobs loaded
 the machine, so only indicative): one device on both cores made 0.9x the
-updates/s of one device pinned to one core; one JAX device *per core*, with
-the Anakin step `pmap`ped over them (each device plays its own lanes into
-its own replay buffer; gradients are averaged), made 2.0x; single-threaded
-devices (`--xla_cpu_multi_thread_eigen=false`) 0.96x, as XLA then
-serialises the devices' work. So on CPU `train.py` makes one device per
-usable core (`--devices auto`, the cores `taskset` or the cgroup allow).
+updates/s of one device pinned to one core; one JAX device *per core* made
+2.0x (with the earlier `pmap` step, whose `num_envs` and `batch_size` were
+per device: each step did twice the work; the sharded step with global sizes
+is measured in README.md's device-scaling table); single-threaded devices
+(`--xla_cpu_multi_thread_eigen=false`) 0.96x, as XLA then serialises the
+devices' work. So on CPU `train.py` makes one
+device per usable core (`--devices auto`, the cores `taskset` or the cgroup
+allow), and the Anakin step is sharded over them (`anakin.py`).
 `scripts/benchmark_devices.py` measures this again on a given machine.
 
-`num_envs` and `batch_size` are per device, so N devices generate N times
-the data of one and average N batches per update. On a GPU or TPU the
-accelerator's devices are used and the CPU device count does not matter.
+`num_envs` and `batch_size` are global: N devices split the same lanes and
+the same batch N ways, and the run is the same as on one device (to float
+rounding). On a GPU or TPU the accelerator's devices are used and the CPU
+device count does not matter.
+
+Multi-host (a TPU pod slice, a SLURM or Open MPI job, or processes started
+by hand): `initialize_distributed` calls `jax.distributed.initialize()` when
+one of these environments is present:
+
+* `JAX_COORDINATOR_ADDRESS=host:port` with `JAX_NUM_PROCESSES` and
+  `JAX_PROCESS_ID` (ours; JAX reads the address itself), e.g. two processes
+  on one machine:
+
+      export JAX_COORDINATOR_ADDRESS=localhost:12345 JAX_NUM_PROCESSES=2
+      JAX_PROCESS_ID=0 python scripts/train.py ... &
+      JAX_PROCESS_ID=1 python scripts/train.py ...
+
+  (`tests/test_sharding.py` runs this on CPU);
+* a multi-host Cloud TPU (`TPU_WORKER_HOSTNAMES` names several hosts), a
+  SLURM job of several tasks (`SLURM_NTASKS` > 1) or Open MPI
+  (`OMPI_COMM_WORLD_SIZE` > 1): JAX detects the rest.
+
+Every process runs the same `train.py` command. The mesh then spans every
+process's devices (`jax.devices()`): each process initialises, plays and
+stores only the lanes of its own devices, the gradients are averaged over
+all of them, and Orbax writes each process's shards of the checkpoint (the
+checkpoint directory must be shared, e.g. a `gs://` bucket). Only process 0
+writes TensorBoard and the progress bar.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Optional, Union
 
 import jax
 
@@ -51,8 +79,54 @@ def parse_devices(text: Union[str, int]) -> int:
   return n
 
 
+def distributed_environment() -> Optional[str]:
+  """The multi-process environment present (the variable that shows it), or
+  None for a single process."""
+  if os.environ.get("JAX_COORDINATOR_ADDRESS"):
+    return "JAX_COORDINATOR_ADDRESS"
+  if "," in os.environ.get("TPU_WORKER_HOSTNAMES", ""):
+    return "TPU_WORKER_HOSTNAMES"
+  for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"):
+    try:
+      if int(os.environ.get(name, "1")) > 1:
+        return name
+    except ValueError:
+      pass
+  return None
+
+
+def initialize_distributed() -> Optional[str]:
+  """Calls `jax.distributed.initialize()` if a multi-process environment is
+  present (module docstring); call before any JAX computation. Returns a
+  description of this process's place, or None for a single process.
+
+  Raises:
+    ValueError: `JAX_COORDINATOR_ADDRESS` without valid `JAX_NUM_PROCESSES`
+      and `JAX_PROCESS_ID`.
+  """
+  env = distributed_environment()
+  if env is None:
+    return None
+  kwargs = {}
+  if env == "JAX_COORDINATOR_ADDRESS":
+    try:
+      kwargs = {
+        "num_processes": int(os.environ["JAX_NUM_PROCESSES"]),
+        "process_id": int(os.environ["JAX_PROCESS_ID"]),
+      }
+    except (KeyError, ValueError):
+      raise ValueError(
+        "JAX_COORDINATOR_ADDRESS is set: JAX_NUM_PROCESSES (the number of processes) and "
+        "JAX_PROCESS_ID (this one's index, 0-based) must be set to integers too"
+      ) from None
+  jax.distributed.initialize(**kwargs)
+  return f"process {jax.process_index()} of {jax.process_count()} ({env})"
+
+
 def configure(devices: Union[str, int] = "auto") -> str:
-  """Sets the number of CPU devices; call before any JAX computation.
+  """Sets the number of CPU devices (per process) and joins a multi-process
+  run where one is set up (`initialize_distributed`); call before any JAX
+  computation.
 
   Returns a one-line description of the devices the run will use.
 
@@ -65,10 +139,15 @@ def configure(devices: Union[str, int] = "auto") -> str:
     jax.config.update("jax_num_cpu_devices", n)
   except RuntimeError as e:
     raise ValueError(f"cannot set {n} CPU devices: JAX has already started ({e})") from None
+  process = initialize_distributed()
   local = jax.local_devices()
   kind = local[0].platform
   if kind == "cpu":
-    return (
+    line = (
       f"{len(local)} CPU device(s), one per core of {usable_cores()} usable (--devices to change)"
     )
-  return f"{len(local)} {kind.upper()} device(s): {local[0].device_kind}"
+  else:
+    line = f"{len(local)} {kind.upper()} device(s): {local[0].device_kind}"
+  if process is not None:
+    line += f"; {process}, {jax.device_count()} devices in all"
+  return line

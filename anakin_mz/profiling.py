@@ -126,9 +126,7 @@ class _Subject:
       )
     )
     self.update = jax.jit(
-      lambda params, opt, key, prepared: learner._update(
-        (params, opt), key, prepared=prepared, axis_name=None
-      )
+      lambda params, opt, key, prepared: learner._update((params, opt), key, prepared=prepared)
     )
     # Inputs of the pieces, from the warmed state.
     key = jax.random.PRNGKey(seed + 1)
@@ -274,18 +272,19 @@ def report(profiles: Sequence[Profile]) -> str:
   return "\n".join(lines)
 
 
-def time_pstep(config: Config, *, repeats: int = 8, warmup: int = 3) -> float:
-  """Median wall seconds of one `Learner.pstep` (the run loop's Anakin step
-  on every local device), after `warmup` steps (compilation included)."""
+def time_step(config: Config, *, repeats: int = 8, warmup: int = 3) -> float:
+  """Median wall seconds of one `Learner.jit_step` (the run loop's Anakin
+  step, on every device of the mesh), after `warmup` steps (compilation
+  included)."""
   learner = Learner(config)
-  state = learner.init_replicated(config.seed)
+  state = learner.init_sharded(config.seed)
   for _ in range(warmup):
-    state, _ = learner.pstep(state)
+    state, _ = learner.jit_step(state)
     jax.block_until_ready(state)
   times = []
   for _ in range(repeats):
     t0 = time.perf_counter()
-    state, _ = learner.pstep(state)
+    state, _ = learner.jit_step(state)
     jax.block_until_ready(state)
     times.append(time.perf_counter() - t0)
   return float(np.median(times))

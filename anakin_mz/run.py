@@ -25,7 +25,6 @@ import time
 from typing import Callable, Dict, List, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import envs.bots
@@ -44,7 +43,8 @@ class NonFiniteError(RuntimeError):
 
 @dataclasses.dataclass
 class RunResult:
-  """What `train` returns: the final (replicated) state and the log.
+  """What `train` returns: the final state (global arrays on the mesh) and
+  the log.
 
   `stopped_by` is None when the update budget was reached, "minutes" for the
   wall-clock budget, or the signal ("SIGINT", "SIGTERM") that stopped it.
@@ -113,8 +113,17 @@ def nonfinite_message(
   )
 
 
-def _unreplicate(tree):
-  return jax.tree.map(lambda x: x[0], tree)
+class _NoWriter:
+  """The SummaryWriter of processes other than 0."""
+
+  def scalars(self, step, values):
+    pass
+
+  def flush(self):
+    pass
+
+  def close(self):
+    pass
 
 
 def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
@@ -173,8 +182,8 @@ def train(
 
   learner = Learner(config)
   env = learner.env
-  state = learner.init_replicated(config.seed)
-  num_devices = jax.local_device_count()
+  state = learner.init_sharded(config.seed)
+  num_devices = learner.num_devices
   saved = ckpt.steps(checkpoint_dir)
   if saved and not resume:
     raise ValueError(
@@ -193,20 +202,19 @@ def train(
       raise ValueError(
         f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
       )
-    if meta.get("num_devices", num_devices) != num_devices:
-      raise ValueError(
-        f"checkpoint {checkpoint_dir!r} holds {meta['num_devices']} "
-        f"devices' state; this run has {num_devices} (train.py --devices "
-        f"{meta['num_devices']} resumes it)"
-      )
-    host, _ = ckpt.restore(checkpoint_dir, jax.device_get(state))
-    state = jax.tree.map(jnp.asarray, host)
+    ckpt.check_resumable(meta, checkpoint_dir)
+    # The saved state is global: it restores onto this run's mesh, whatever
+    # the device count it was saved on.
+    state, _ = ckpt.restore(checkpoint_dir, learner.abstract_state())
 
-  writer = SummaryWriter(logdir)
-  saved_step: Optional[int] = int(_unreplicate(state.update_step)) if saved else None
+  # Multi-process runs: every process steps and saves (its shards); process 0
+  # alone logs and shows the progress bar.
+  lead = jax.process_index() == 0
+  writer = SummaryWriter(logdir) if lead else _NoWriter()
+  saved_step: Optional[int] = int(state.update_step) if saved else None
 
   def current_step() -> int:
-    return int(_unreplicate(state.update_step))
+    return int(state.update_step)
 
   def save():
     """Saves the current state, once per step."""
@@ -215,12 +223,12 @@ def train(
     if step == saved_step:
       return
     meta = ckpt.make_metadata(config.to_dict(), env.id, env.version, step)
-    meta["num_devices"] = num_devices
-    ckpt.save(checkpoint_dir, step, jax.device_get(state), meta)
+    meta.update(num_devices=num_devices, state_layout=ckpt.STATE_LAYOUT)
+    ckpt.save(checkpoint_dir, step, state, meta)
     saved_step = step
 
   bar = None
-  if progress:
+  if progress and lead:
     from tqdm import tqdm
 
     bar = tqdm(total=target, initial=current_step(), unit="upd", dynamic_ncols=True, desc=env.id)
@@ -228,7 +236,7 @@ def train(
   def say(line: str):
     if bar is not None:
       bar.write(line)
-    else:
+    elif lead:
       print(line, flush=True)
 
   history: List[Dict[str, float]] = []
@@ -245,7 +253,10 @@ def train(
     """Evaluates the current params, logs and prints one line."""
     nonlocal eval_key
     eval_key, k = jax.random.split(eval_key)
-    result = evaluate(learner, _unreplicate(state.params), k, tc.eval_games)
+    # The evaluation games run on one device (params are replicated; the host
+    # copy also works for arrays spread over several processes).
+    params = jax.device_put(jax.device_get(state.params), jax.local_devices()[0])
+    result = evaluate(learner, params, k, tc.eval_games)
     result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
     evals.append(result)
     writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
@@ -276,8 +287,8 @@ def train(
           break
         t0 = time.perf_counter()
         before = current_step()
-        new_state, metrics = learner.pstep(state)
-        metrics = jax.device_get(_unreplicate(metrics))
+        new_state, metrics = learner.jit_step(state)
+        metrics = jax.device_get(metrics)
         bad = nonfinite_message(metrics, before, saved_step, checkpoint_dir)
         if bad is not None:
           raise NonFiniteError(bad)
@@ -295,8 +306,8 @@ def train(
           row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
         row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
         row["throughput/search_sims_per_s"] = float(metrics["searches"]) * sims / dt
-        row["throughput/updates_per_s"] = float(metrics["updates_applied"]) * num_devices / dt
-        row["env_steps"] = float(jnp.sum(state.env_steps))
+        row["throughput/updates_per_s"] = float(metrics["updates_applied"]) / dt
+        row["env_steps"] = float(state.env_steps)
         row["update_step"] = step
         row["wall_s"] = time.perf_counter() - start
         history.append(row)

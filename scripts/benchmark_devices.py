@@ -1,15 +1,18 @@
-"""How the Anakin step scales over this host's CPU cores, in one run.
+"""How the Anakin step scales over this host's CPU devices, in one run.
 
     python scripts/benchmark_devices.py --env nannon
-    python scripts/benchmark_devices.py --env nannon --devices 1 2 --repeats 8
+    python scripts/benchmark_devices.py --env nannon --devices 1 2 4 8 --repeats 8
 
-Times `Learner.pstep` (what `train.py` runs) in a fresh process per setting,
-the settings taking turns for `--rounds` rounds: one device pinned to one core
-(`taskset -c 0`, the baseline), one device on every core (JAX's default
-thread pool), and N devices (`train.py --devices N`). Prints the median
-updates/s and env transitions/s of each (summed over devices: `num_envs`
-and `batch_size` are per device) and the ratio to the baseline. The config is
-`configs/<env>.yaml`; `section.key=value` arguments override it.
+Times `Learner.jit_step` (what `train.py` runs, sharded over every device) in
+a fresh process per setting, the settings taking turns for `--rounds`
+rounds: one device pinned to one core (`taskset -c 0`, the baseline), then N
+forced host devices on every core for each N of `--devices` (`train.py
+--devices N`; N = 1 is JAX's default, one device whose thread pool spans the
+cores). `num_envs` and `batch_size` are global, so every setting does the
+same work; it prints the median updates/s and env transitions/s of each and
+the ratio to the baseline, with the load average (the machine may be
+shared). The config is `configs/<env>.yaml`; `section.key=value` arguments
+override it.
 """
 
 from __future__ import annotations
@@ -33,11 +36,10 @@ import jax
 from anakin_mz import config as config_lib, profiling
 from anakin_mz.anakin import Learner
 cfg = config_lib.load(sys.argv[2], sys.argv[4:])
-dt = profiling.time_pstep(cfg, repeats=int(sys.argv[3]))
+dt = profiling.time_step(cfg, repeats=int(sys.argv[3]))
 learner = Learner(cfg)
-n = jax.local_device_count()
-print(json.dumps({"devices": n, "updates_per_s": learner.updates_per_chunk * n / dt,
-                  "env_steps_per_s": learner.transitions_per_chunk * n / dt}))
+print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.updates_per_chunk / dt,
+                  "env_steps_per_s": learner.transitions_per_chunk / dt}))
 """
 
 
@@ -49,7 +51,9 @@ def main(argv=None) -> int:
   )
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
-  parser.add_argument("--devices", type=int, nargs="+", default=[2], help="device counts")
+  parser.add_argument(
+    "--devices", type=int, nargs="+", default=[1, 2], help="device counts (all cores)"
+  )
   parser.add_argument("--repeats", type=int, default=8, help="timed steps per process")
   parser.add_argument("--rounds", type=int, default=2, help="processes per setting")
   args = parser.parse_intermixed_args(argv)
@@ -59,8 +63,8 @@ def main(argv=None) -> int:
     parser.error("--devices, --repeats and --rounds must be >= 1")
   path = os.path.join(CONFIG_DIR, f"{args.env}.yaml")
   pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
-  settings = [("1 device, 1 core (taskset -c 0)", pin, 1), ("1 device, all cores", [], 1)]
-  settings += [(f"{n} devices, all cores", [], n) for n in args.devices if n > 1]
+  settings = [("1 device, 1 core (taskset -c 0)", pin, 1)]
+  settings += [(f"{n} device(s), all cores", [], n) for n in dict.fromkeys(args.devices)]
   results = {name: [] for name, _, _ in settings}
   for _ in range(args.rounds):
     for name, prefix, n in settings:
@@ -71,8 +75,12 @@ def main(argv=None) -> int:
         return 2
       results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
       print(f"  {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+  load = os.getloadavg()
   base = statistics.median(r["updates_per_s"] for r in results[settings[0][0]])
-  print(f"{args.env}: medians of {args.rounds} processes x {args.repeats} steps")
+  print(
+    f"{args.env}: medians of {args.rounds} processes x {args.repeats} steps; "
+    f"{os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
+  )
   print(f"{'setting':36} {'updates/s':>10} {'env steps/s':>12} {'vs 1 core':>10}")
   for name, _, _ in settings:
     ups = statistics.median(r["updates_per_s"] for r in results[name])

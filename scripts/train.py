@@ -10,7 +10,12 @@ arguments override it, before or after the options. Numbers may be written
 3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
 
 On CPU the run uses one JAX device per usable core (`--devices auto`; see
-anakin_mz/host.py for the measurement), `--devices 1` for one.
+anakin_mz/host.py for the measurement), `--devices N` for N. The Anakin step
+is sharded over all devices; `train.num_envs` and `train.batch_size` are
+global and must divide by their number. `--resume` works on any device
+count. A multi-host run (TPU slice, SLURM, Open MPI, or
+JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
+`jax.distributed` first (anakin_mz/host.py).
 
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 <logdir>/checkpoints and exits 0; run again with --resume to continue exactly.

@@ -1,9 +1,7 @@
 """The Anakin loop on tiny configs: every game runs, checkpoints round-trip,
-resume equals an uninterrupted run, two devices stay in sync."""
+resume equals an uninterrupted run (several devices: tests/test_sharding.py)."""
 
 import os
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -110,7 +108,7 @@ def test_resume_equals_uninterrupted(tmp_path):
   cfg = tiny_config("catch")
   full = run.train(cfg, logdir=str(tmp_path / "full"), max_updates=8, progress=False)
   part = run.train(cfg, logdir=str(tmp_path / "part"), max_updates=4, progress=False)
-  assert int(part.state.update_step[0]) < int(full.state.update_step[0])
+  assert int(part.state.update_step) < int(full.state.update_step)
   with pytest.raises(ValueError, match="pass --resume"):
     run.train(cfg, logdir=str(tmp_path / "part"), max_updates=8, progress=False)
   other = tiny_config("catch", ["train.learning_rate=0.5"])
@@ -122,40 +120,3 @@ def test_resume_equals_uninterrupted(tmp_path):
   _assert_trees_equal(resumed.state, full.state)
   # TensorBoard events were written.
   assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "full"))
-
-
-TWO_DEVICES = r"""
-import os, sys, jax, numpy as np
-assert jax.local_device_count() == 2, jax.devices()
-from anakin_mz import config as config_lib
-from anakin_mz.anakin import Learner
-learner = Learner(config_lib.load(os.path.join(sys.argv[1], "configs", "catch.yaml"),
-                                  sys.argv[2:]))
-state = learner.init_replicated(0)
-for _ in range(3):
-  state, metrics = learner.pstep(state)
-for leaf in jax.tree.leaves(state.params):
-  leaf = np.asarray(leaf)
-  assert np.array_equal(leaf[0], leaf[1]), "params diverged across devices"
-  assert np.all(np.isfinite(leaf))
-loss = np.asarray(metrics["loss"])
-assert np.all(np.isfinite(loss)), loss
-assert int(state.update_step[0]) > 0
-# The devices played different games.
-obs = np.asarray(state.actor.env_state.observation)
-assert not np.array_equal(obs[0], obs[1])
-print("OK two devices")
-"""
-
-
-def test_two_devices_stay_in_sync():
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-  out = subprocess.run(
-    [sys.executable, "-c", TWO_DEVICES, ROOT, *TINY],
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=600,
-    cwd=ROOT,
-  )
-  assert "OK two devices" in out.stdout, out.stdout + out.stderr

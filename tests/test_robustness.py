@@ -49,10 +49,8 @@ def tiny(*extra):
 
 
 def _params(directory, step=None):
-  """The params saved at `step` (default latest) of a tiny Catch run (with
-  the run loop's leading device axis)."""
-  template = Learner(tiny()).init_replicated(0)
-  state, meta = ckpt.restore(directory, jax.device_get(template), step)
+  """The params saved at `step` (default latest) of a tiny Catch run."""
+  state, meta = ckpt.restore(directory, Learner(tiny()).abstract_state(), step)
   return state.params, meta
 
 

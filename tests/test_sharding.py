@@ -1,0 +1,228 @@
+"""The Anakin step sharded over a mesh of forced host devices (issue 20): 1, 2
+and 8 devices with the same global config give the same losses and params
+to float rounding; a checkpoint saved on 2 devices resumes on 1 and on 8;
+the old pmap layout and a non-dividing config are clear errors; two local
+processes (`jax.distributed`) train as one.
+
+Each device count needs its own process (XLA_FLAGS before JAX starts); the
+workers share the session's XLA compile cache."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from anakin_mz import checkpoint as ckpt
+from anakin_mz import config as config_lib
+from anakin_mz import run
+from anakin_mz.anakin import Learner
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+# Global sizes that divide by 1, 2 and 8 devices; one Anakin step makes
+# round(2.0 * 8 * 4 / 16) = 4 updates.
+TINY = [
+  "network.hidden=[16,16]",
+  "network.latent_dim=8",
+  "network.kind=mlp",
+  "search.num_simulations=3",
+  "train.num_envs=8",
+  "train.rollout_length=4",
+  "train.replay_capacity=40",
+  "train.min_replay=4",
+  "train.batch_size=16",
+  "train.unroll_steps=2",
+  "train.replay_ratio=2.0",
+  "train.eval_every=0",
+  "train.log_every=1",
+  "train.eval_games=4",
+  "train.temperature_decay_updates=100",
+  "train.total_updates=100000",
+]
+
+# argv: devices, logdir, updates, checkpoint_every, resume (0/1), out.npz.
+# Prints one JSON line: the per-step losses, the device count, the steps
+# saved.
+WORKER = r"""
+import json, os, sys
+devices, logdir, updates, every, resume, out = sys.argv[1:7]
+from anakin_mz import host
+host.configure(int(devices))
+import jax, numpy as np
+from anakin_mz import config as config_lib, run
+cfg = config_lib.load(os.path.join("configs", "catch.yaml"),
+                      sys.argv[7:] + [f"train.checkpoint_every={every}"])
+result = run.train(cfg, logdir=logdir, resume=resume == "1", max_updates=int(updates),
+                   progress=False)
+leaves = jax.tree.leaves(jax.device_get(result.state.params))
+if jax.process_index() == 0:
+  np.savez(out, *leaves)
+print(json.dumps({"devices": jax.device_count(), "processes": jax.process_count(),
+                  "loss": [row["loss"] for row in result.history],
+                  "update_step": [row["update_step"] for row in result.history],
+                  "saved": result.saved_step}))
+"""
+
+
+def _env(**extra):
+  env = dict(
+    os.environ,
+    JAX_PLATFORMS="cpu",
+    JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir or "",
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+  )
+  env.pop("XLA_FLAGS", None)
+  env.update(extra)
+  return env
+
+
+def _worker(devices, logdir, updates, every=8, resume=False, out=None, env=None, wait=True):
+  cmd = [
+    sys.executable,
+    "-c",
+    WORKER,
+    str(devices),
+    str(logdir),
+    str(updates),
+    str(every),
+    "1" if resume else "0",
+    str(out or os.path.join(str(logdir), "params.npz")),
+    *TINY,
+  ]
+  proc = subprocess.Popen(
+    cmd, cwd=ROOT, env=env or _env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+  )
+  if not wait:
+    return proc
+  return _result(proc)
+
+
+def _result(proc):
+  stdout, stderr = proc.communicate(timeout=900)
+  assert proc.returncode == 0, stdout + stderr
+  return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _params(path):
+  with np.load(path) as f:
+    return [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def _assert_params_close(a, b):
+  for x, y in zip(_params(a), _params(b), strict=True):
+    np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def one_device(tmp_path_factory):
+  """An uninterrupted 1-device run of 3 steps (12 updates)."""
+  logdir = tmp_path_factory.mktemp("one")
+  return logdir, _worker(1, logdir, 12)
+
+
+def test_devices_give_the_same_run_and_a_checkpoint_moves_between_them(tmp_path, one_device):
+  ref_dir, ref = one_device
+  assert ref["devices"] == 1 and ref["update_step"] == [4, 8, 12]
+  # 2 devices from scratch, saving at update 8.
+  two = _worker(2, tmp_path / "two", 8)
+  assert two["devices"] == 2 and two["saved"] == 8
+  np.testing.assert_allclose(two["loss"], ref["loss"][:2], rtol=1e-5)
+  # The 2-device checkpoint resumes on 1 and on 8 devices.
+  for n in (1, 8):
+    logdir = tmp_path / f"resume{n}"
+    shutil.copytree(tmp_path / "two", logdir)
+    out = _worker(n, logdir, 12, resume=True)
+    assert out["devices"] == n and out["update_step"] == [12]
+    np.testing.assert_allclose(out["loss"], ref["loss"][2:], rtol=1e-5)
+    _assert_params_close(logdir / "params.npz", ref_dir / "params.npz")
+
+
+def test_two_processes_train_as_one(tmp_path, one_device):
+  """`jax.distributed` on CPU: two local processes with 2 devices each (a
+  4-device mesh) run the 1-device run, and save one checkpoint."""
+  ref_dir, ref = one_device
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    port = s.getsockname()[1]
+  procs = [
+    _worker(
+      2,
+      tmp_path / "multi",
+      8,
+      every=8,
+      out=tmp_path / f"params{i}.npz",
+      env=_env(
+        JAX_COORDINATOR_ADDRESS=f"localhost:{port}",
+        JAX_NUM_PROCESSES="2",
+        JAX_PROCESS_ID=str(i),
+      ),
+      wait=False,
+    )
+    for i in range(2)
+  ]
+  results = [_result(p) for p in procs]
+  for out in results:
+    assert out["devices"] == 4 and out["processes"] == 2, out
+    np.testing.assert_allclose(out["loss"], ref["loss"][:2], rtol=1e-5)
+  assert ckpt.steps(str(tmp_path / "multi" / "checkpoints")) == (8,)
+  # The 4-device checkpoint restores in this 1-device process.
+  learner = Learner(config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY))
+  state, meta = ckpt.restore(str(tmp_path / "multi" / "checkpoints"), learner.abstract_state())
+  assert meta["num_devices"] == 4 and int(state.update_step) == 8
+
+
+def test_sizes_must_divide_over_the_devices():
+  def learner(devices, *extra):
+    cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY + list(extra))
+    return Learner(cfg, mesh=type("FakeMesh", (), {"size": devices})())
+
+  with pytest.raises(ValueError, match=r"train\.num_envs=8 does not divide over 3 devices"):
+    learner(3)
+  with pytest.raises(ValueError, match=r"train\.batch_size=16 does not divide over 3 devices"):
+    learner(3, "train.num_envs=12")
+  assert learner(1).num_devices == 1 and learner(8).num_devices == 8
+
+
+def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
+  """A checkpoint of the pmap run loop (a leading device axis, `num_devices`
+  in the metadata, no `state_layout`) gets one clear error."""
+  cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY)
+  learner = Learner(cfg)
+  state = jax.tree.map(lambda x: np.asarray(x)[None], learner.init(jax.random.PRNGKey(0)))
+  meta = ckpt.make_metadata(cfg.to_dict(), "catch", learner.env.version, 4)
+  meta["num_devices"] = 1
+  ckpt.save(str(tmp_path / "checkpoints"), 4, state, meta)
+  with pytest.raises(ckpt.CheckpointError, match="older pmap run loop"):
+    run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
+
+
+def test_cli_non_dividing_devices_is_one_line_exit_2(tmp_path):
+  out = subprocess.run(
+    [
+      sys.executable,
+      os.path.join(ROOT, "scripts", "train.py"),
+      "--env=catch",
+      "--devices=3",
+      f"--logdir={tmp_path}",
+      "--no-progress",
+      *TINY,
+    ],
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert out.returncode == 2, out.stdout + out.stderr
+  assert "Traceback" not in out.stderr
+  assert out.stderr.strip() == (
+    "error: train.num_envs=8 does not divide over 3 devices: num_envs is global and is split "
+    "evenly over the devices; use a multiple of 3 or another device count (train.py --devices)"
+  ), out.stderr
