@@ -10,13 +10,26 @@ chance outcome `c` is `num_actions + c`; g sees it one-hot over
 classes (relative players, chance, terminal). Values and rewards are from the
 root mover's point of view.
 
-Two bodies share this interface:
+Three bodies share this interface:
 * "mlp" (default, the NDMZ paper 4.2): every function is a dense net with the
   `hidden` layers (256, 256), SELU and LeCun-normal init; observations are
   flattened, so any observation shape works.
+* "conv" (planes on a CPU): h is a small conv torso on `[H, W, C]` planes
+  (`conv_channels`, 3x3, ReLU; MinAtar's DQN torso is one such layer of 16)
+  flattened into the "mlp" kind's dense representation; g and f are the "mlp"
+  kind's. The convolutions run once per sample (in h), never in the K-step
+  unroll, so a learner update costs about what the "mlp" kind's does
+  (`scripts/benchmark_networks.py`).
 * "resnet" (MooZi 5.1.2): 3x3 residual conv blocks on `[H, W, C]` planes, the
   action as one-hot planes. LayerNorm stands in for BatchNorm, so params are a
   plain pytree with no batch statistics (nothing to thread through jit/pmap).
+  Its K-step unroll is a Python loop, not a `lax.scan`: XLA's CPU backend
+  leaves the gradient convolutions inside a while loop in a layout its fast
+  (Eigen) convolution does not take (`f01b_i01o->01bf`), and they ran ~10x
+  slower (Breakthrough 5x5, batch 256, K=5: 28 s against 2.9 s per gradient
+  of the unroll, one loaded core). Even unrolled, every dynamics step runs
+  `2 * dynamics_blocks + 1` convolutions over the board, so on a CPU it is
+  still several times slower than "conv"; it is meant for accelerators.
 
 The latent is min-max scaled to [0, 1] per sample (MuZero appendix G) unless
 `normalize_latent=False` (the NDMZ paper did not scale it).
@@ -41,7 +54,7 @@ import envs
 from anakin_mz import value_transform
 from anakin_mz.types import ModelOutput, Params, UnrollOutput
 
-KINDS = ("mlp", "resnet")
+KINDS = ("mlp", "conv", "resnet")
 VALUE_HEADS = ("scalar", "categorical")
 
 
@@ -50,9 +63,11 @@ class NetworkConfig:
   """Architecture of h, g and f (hashable: usable as a static jit argument).
 
   Attributes:
-    kind: "mlp" (paper: dense, SELU, LeCun normal) or "resnet" (conv blocks).
+    kind: "mlp" (paper: dense, SELU, LeCun normal), "conv" (a conv torso in
+      h, then the mlp kind) or "resnet" (conv blocks everywhere).
     hidden: hidden layer widths of every MLP (h, g and f each get these).
-    latent_dim: size of the MLP latent.
+    latent_dim: size of the MLP (and conv kind's) latent.
+    conv_channels: widths of the 3x3 conv layers of the conv kind's torso.
     channels: conv channels of the resnet latent.
     repr_blocks, dynamics_blocks, prediction_blocks: residual blocks in h, g, f.
     head_hidden: width of the dense layer in each resnet head.
@@ -66,6 +81,7 @@ class NetworkConfig:
   kind: str = "mlp"
   hidden: Tuple[int, ...] = (256, 256)
   latent_dim: int = 256
+  conv_channels: Tuple[int, ...] = (16,)
   channels: int = 32
   repr_blocks: int = 2
   dynamics_blocks: int = 2
@@ -78,6 +94,7 @@ class NetworkConfig:
 
   def __post_init__(self):
     object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+    object.__setattr__(self, "conv_channels", tuple(int(c) for c in self.conv_channels))
     if self.kind not in KINDS:
       raise ValueError(f"network kind must be one of {KINDS}, got {self.kind!r}")
     if self.value_head not in VALUE_HEADS:
@@ -90,6 +107,8 @@ class NetworkConfig:
         raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
     if any(h < 1 for h in self.hidden):
       raise ValueError(f"hidden widths must be >= 1, got {self.hidden}")
+    if not self.conv_channels or any(c < 1 for c in self.conv_channels):
+      raise ValueError(f"conv_channels must be one or more widths >= 1, got {self.conv_channels}")
     if not 0.0 <= self.dynamics_grad_scale <= 1.0:
       raise ValueError(f"dynamics_grad_scale must be in [0, 1], got {self.dynamics_grad_scale}")
 
@@ -139,6 +158,20 @@ class _MLPRepresentation(nn.Module):
     x = obs.reshape((obs.shape[0], -1))
     x = _dense(self.config.latent_dim)(_MLP(self.config.hidden)(x))
     return _min_max(x) if self.config.normalize_latent else x
+
+
+class _ConvRepresentation(nn.Module):
+  """3x3 conv layers with ReLU on `[B, H, W, C]`, flattened into the mlp
+  kind's representation."""
+
+  config: NetworkConfig
+
+  @nn.compact
+  def __call__(self, obs):
+    x = obs
+    for width in self.config.conv_channels:
+      x = nn.relu(nn.Conv(width, (3, 3), padding="SAME")(x))
+    return _MLPRepresentation(self.config)(x)
 
 
 class _MLPDynamics(nn.Module):
@@ -295,18 +328,23 @@ class Network:
     self.num_identity = self.num_players + 2
     self.observation_shape = tuple(env.observation_shape)
     self._input_shape = self.observation_shape
-    if config.kind == "mlp":
-      self._h = _MLPRepresentation(config)
-      self._g = _MLPDynamics(config, self.num_unified, self.num_identity)
-      self._f = _MLPPrediction(config, self.num_actions, self.num_chance_outcomes)
-    else:
+    # True: `unroll` runs its K steps as a Python loop (the resnet: see the
+    # module docstring); False: a `lax.scan` (smaller program, same numbers).
+    self.unroll_loop = config.kind == "resnet"
+    if config.kind != "mlp":
       if len(self.observation_shape) == 2:
         self._input_shape = self.observation_shape + (1,)
       elif len(self.observation_shape) != 3:
         raise ValueError(
-          f"resnet needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
+          f"{config.kind} needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
           f"has shape {self.observation_shape}. Use kind='mlp'."
         )
+    if config.kind in ("mlp", "conv"):
+      h = _MLPRepresentation if config.kind == "mlp" else _ConvRepresentation
+      self._h = h(config)
+      self._g = _MLPDynamics(config, self.num_unified, self.num_identity)
+      self._f = _MLPPrediction(config, self.num_actions, self.num_chance_outcomes)
+    else:
       self._h = _ResRepresentation(config)
       self._g = _ResDynamics(config, self.num_unified, self.num_identity)
       self._f = _ResPrediction(config, self.num_actions, self.num_chance_outcomes)
@@ -408,7 +446,7 @@ class Network:
       return latent, (reward, identity, policy, chance, value)
 
     _, (reward, identity, policy, chance, value) = jax.lax.scan(
-      step, latent, jnp.swapaxes(actions, 0, 1)
+      step, latent, jnp.swapaxes(actions, 0, 1), unroll=self.unroll_loop
     )
     first = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
     return UnrollOutput(

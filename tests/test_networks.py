@@ -28,7 +28,9 @@ def _obs(env, key, n=B):
   return jax.jit(jax.vmap(env.init))(jax.random.split(key, n)).observation
 
 
-@pytest.mark.parametrize("kind,value_head", [("mlp", "categorical"), ("resnet", "scalar")])
+@pytest.mark.parametrize(
+  "kind,value_head", [("mlp", "categorical"), ("conv", "scalar"), ("resnet", "scalar")]
+)
 def test_shapes_and_unroll_matches_root_then_recurrent(kind, value_head):
   env = envs.make("catch", rows=5, columns=3)
   cfg = NetworkConfig(kind=kind, value_head=value_head, support_size=3, **TINY)
@@ -140,9 +142,10 @@ def test_every_registered_env_gets_an_mlp(name):
   root = jax.eval_shape(net.root, params, obs)
   assert root.value.shape == (2,)
   if len(env.observation_shape) == 3:
-    res = Network(env, NetworkConfig(kind="resnet", **TINY))
-    p = jax.eval_shape(res.init, jax.random.PRNGKey(0))
-    assert jax.eval_shape(res.root, p, obs).policy_logits.shape == (2, env.num_actions)
+    for kind in ("conv", "resnet"):
+      res = Network(env, NetworkConfig(kind=kind, **TINY))
+      p = jax.eval_shape(res.init, jax.random.PRNGKey(0))
+      assert jax.eval_shape(res.root, p, obs).policy_logits.shape == (2, env.num_actions)
 
 
 def test_config_errors():
@@ -152,11 +155,17 @@ def test_config_errors():
     NetworkConfig(value_head="quantile")
   with pytest.raises(ValueError, match="support_size"):
     NetworkConfig(support_size=0)
+  with pytest.raises(ValueError, match="conv_channels"):
+    NetworkConfig(conv_channels=())
+  with pytest.raises(ValueError, match="conv_channels"):
+    NetworkConfig(conv_channels=(16, 0))
+  assert NetworkConfig(conv_channels=[8]).conv_channels == (8,)
   assert NetworkConfig(hidden=[8, 8]).hidden == (8, 8)  # lists from YAML
   hash(NetworkConfig())
 
 
-def test_resnet_rejects_flat_observations():
+@pytest.mark.parametrize("kind", ["conv", "resnet"])
+def test_planes_kinds_reject_flat_observations(kind):
   class Flat(envs.catch.Catch):
     name = "flat_catch_for_test"
 
@@ -165,9 +174,59 @@ def test_resnet_rejects_flat_observations():
       return (self.rows * self.columns,)
 
   env = envs.Env(Flat(rows=4, columns=3))
-  with pytest.raises(ValueError, match="kind='mlp'"):
-    Network(env, NetworkConfig(kind="resnet"))
+  with pytest.raises(ValueError, match=f"{kind} needs .*kind='mlp'"):
+    Network(env, NetworkConfig(kind=kind))
   Network(env, NetworkConfig(kind="mlp", **TINY)).init(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("tap,shift", [((1, 1), 0), ((1, 2), 1)])
+def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift):
+  """A one-channel torso whose 3x3 kernel is a single 1 at `tap` copies (tap
+  (1, 1)) or shifts left by a column (tap (1, 2): out[i, j] = in[i, j + 1],
+  zero past the edge) the 0/1 plane, and ReLU keeps it: with the same dense
+  params the conv kind gives exactly the mlp kind on that plane."""
+  env = envs.make("catch", rows=5, columns=3)
+  obs = _obs(env, jax.random.PRNGKey(4), n=8)
+  assert float(obs.sum()) > 0
+  mlp = Network(env, NetworkConfig(**TINY))
+  conv = Network(env, NetworkConfig(kind="conv", conv_channels=(1,), **TINY))
+  p_mlp = mlp.init(jax.random.PRNGKey(0))
+  kernel = np.zeros((3, 3, 1, 1), np.float32)
+  kernel[tap] = 1.0
+  p_conv = dict(p_mlp)
+  p_conv["h"] = {
+    "params": {
+      "Conv_0": {"kernel": jnp.asarray(kernel), "bias": jnp.zeros((1,))},
+      "_MLPRepresentation_0": p_mlp["h"]["params"],
+    }
+  }
+  # The filled structure is what conv.init builds.
+  assert jax.tree.structure(p_conv) == jax.tree.structure(conv.init(jax.random.PRNGKey(0)))
+  shifted = jnp.pad(obs[:, :, shift:], ((0, 0), (0, 0), (0, shift), (0, 0)))
+  want = mlp.root(p_mlp, shifted)
+  got = conv.root(p_conv, obs)
+  np.testing.assert_allclose(got.embedding, want.embedding, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(got.value, want.value, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(got.policy_logits, want.policy_logits, rtol=1e-6, atol=1e-6)
+  if shift:  # the plane moved, so the mlp on the raw plane differs
+    assert not np.allclose(mlp.root(p_mlp, obs).embedding, got.embedding)
+
+
+def test_resnet_unroll_loop_equals_scan():
+  """The resnet's Python-loop unroll (fast on XLA CPU) computes what the
+  lax.scan did."""
+  env = envs.make("catch", rows=5, columns=3)
+  net = Network(env, NetworkConfig(kind="resnet", **TINY))
+  assert net.unroll_loop
+  params = net.init(jax.random.PRNGKey(0))
+  obs = _obs(env, jax.random.PRNGKey(5))
+  actions = jnp.array([[0, 3], [2, 4], [1, 1]], jnp.int32)
+  loop = net.unroll(params, obs, actions)
+  net.unroll_loop = False
+  scan = net.unroll(params, obs, actions)
+  for a, b in zip(jax.tree.leaves(loop), jax.tree.leaves(scan)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+  assert not Network(env, NetworkConfig(kind="conv", **TINY)).unroll_loop
 
 
 def test_init_is_lecun_normal_with_zero_biases():
