@@ -23,9 +23,12 @@ load (load average ~15), NetworkConfig defaults, batch 256, K = 5, medians of
 | --- | --- | --- | --- | --- |
 | breakthrough 5x5 (5, 5, 3) | 356 (1.00) | 260 (0.73) | 2633 (7.4) | 27420 (77) |
 | breakthrough 8x8 (8, 8, 3) | 551 (1.00) | 344 (0.62) | 15074 (27) | - |
+| minatar-breakout (10, 10, 4) | 1140 (1.00) | 616 (0.54) | 15189 (13) | - |
 
 (5x5: `--kinds mlp conv resnet resnet-scan`; 8x8: `--param rows=8 --param
-columns=8`.) Why the resnet is slow on a CPU: (1) inside a `lax.scan` the
+columns=8`; MinAtar: `--env minatar-breakout`, on the gymnax adapter of the
+wave2-21 branch.) conv measured faster than mlp in every run, though it has
+more parameters and FLOPs; the cause was not pinned down. Why the resnet is slow on a CPU: (1) inside a `lax.scan` the
 gradient convolutions keep a layout (`f01b_i01o->01bf`) that XLA's CPU
 backend does not hand to its fast convolution: 10x (fixed: the resnet's
 unroll is now a Python loop); (2) it is simply much more arithmetic: 17 (5x5)
