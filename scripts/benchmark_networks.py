@@ -28,15 +28,17 @@ load (load average ~15), NetworkConfig defaults, batch 256, K = 5, medians of
 (5x5: `--kinds mlp conv resnet resnet-scan`; 8x8: `--param rows=8 --param
 columns=8`; MinAtar: `--env minatar-breakout`, on the gymnax adapter of the
 wave2-21 branch.) conv measured faster than mlp in every run, though it has
-more parameters and FLOPs; the cause was not pinned down. Why the resnet is slow on a CPU: (1) inside a `lax.scan` the
-gradient convolutions keep a layout (`f01b_i01o->01bf`) that XLA's CPU
-backend does not hand to its fast convolution: 10x (fixed: the resnet's
-unroll is now a Python loop); (2) it is simply much more arithmetic: 17 (5x5)
-and 61 (8x8) GFLOP per update against ~1 for the MLP, because every one of the
-K dynamics steps convolves the whole board `2 * dynamics_blocks + 1` times,
-the first time over `channels + A + C` input planes (the action one-hot as
-planes: 224 of them on 8x8 Breakthrough). On a CPU use `conv` (the
-convolutions run once, in h) or `mlp`.
+more parameters and FLOPs; the cause was not pinned down.
+
+Why the resnet is slow on a CPU: (1) inside a `lax.scan` the gradient
+convolutions keep a layout (`f01b_i01o->01bf`) that XLA's CPU backend does
+not hand to its fast convolution: 10x (fixed: the resnet's unroll is now a
+Python loop); (2) it is simply much more arithmetic: 17 (5x5) and 61 (8x8)
+GFLOP per update against ~1 for the MLP, because every one of the K dynamics
+steps convolves the whole board `2 * dynamics_blocks + 1` times, the first
+time over `channels + A + C` input planes (the action one-hot as planes:
+193 of them on 8x8 Breakthrough). On a CPU use `conv` (the convolutions run
+once, in h) or `mlp`.
 """
 
 from __future__ import annotations
