@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 import jax
 
 import envs
+from anakin_mz.eval.report import parse_params
 from anakin_mz.ppo import PPOConfig, train
 
 
@@ -31,7 +32,7 @@ def _value(text: str, default):
       return text.lower() == "true"
     raise ValueError(f"expected true or false, got {text!r}")
   if isinstance(default, tuple):
-    return tuple(int(p) for p in text.split(","))
+    return tuple(int(p) for p in text.strip("[]()").split(","))  # 64,64 or [64, 64]
   if isinstance(default, int):
     return int(float(text)) if float(text).is_integer() else int(text)
   if isinstance(default, float):
@@ -68,13 +69,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   args = parser.parse_args(argv)
   try:
     config = _config(args.overrides)
-    params = {}
-    for item in args.param:
-      key, sep, text = item.partition("=")
-      if not sep:
-        raise ValueError(f"--param {item!r} is not KEY=VALUE")
-      params[key] = int(text) if text.lstrip("-").isdigit() else text
-    env = envs.make(args.env, **params)
+    env = envs.make(args.env, **parse_params(args.param))
     if env.num_players != 1:
       raise ValueError(f"PPO needs a single-player game; {args.env!r} has {env.num_players}")
     if args.log_every < 1:
