@@ -19,6 +19,14 @@ writer (`anakin_mz.summary`), under the tags `run.py` uses
 (`selfplay/return_p0`, `train/env_steps`, `train/wall_s`,
 `throughput/env_steps_per_s`, losses under `train/`), so `scripts/plot.py`
 draws PPO and NDMZ runs side by side, by update or by env step.
+
+First figures (2026-11-23, one pinned core of the shared 2-core CPU under a
+load average of ~19, default config): `scripts/ppo.py --env minatar-breakout
+--minutes 8 --log-every 5` (the gymnax adapter of the wave2-21 branch) went
+from return 0.56 (first 41k env steps) to 3.6 (at 123k) in 8 minutes,
+compilation included; an iteration (8192 env steps) took ~9.4 s, ~80% of it in
+the 4 x 8 minibatch updates of the two 256-256 MLPs, so 10M env steps (the
+gymnax reference: Breakout 28) would take hours on this CPU.
 """
 
 from __future__ import annotations
