@@ -9,6 +9,7 @@ import jax
 
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
+from anakin_mz.agents import make_learner
 from anakin_mz.anakin import Learner
 from anakin_mz.types import Params
 
@@ -54,7 +55,7 @@ def load_agent(
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
     )
-  learner = Learner(config)
+  learner = make_learner(config)
   ckpt.check_compatible(meta, directory, env_id=learner.env.id, env_version=learner.env.version)
   single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
   devices = int(meta.get("num_devices", 1))  # type: ignore[arg-type]
