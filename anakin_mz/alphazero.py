@@ -146,6 +146,6 @@ def alphazero_loss(
   )
   policy = optax.softmax_cross_entropy(policy_logits, batch.target_policy[:, 0])
   policy = jnp.mean(jnp.where(batch.policy_mask[:, 0], policy, 0.0))
-  l2 = config.l2 * l2_norm_squared(params)
+  l2 = config.l2 * l2_norm_squared({"h": params["h"], "f": params["f"]})  # g is unused
   loss = config.value_weight * value + config.policy_weight * policy + l2
   return loss, {"value": value, "policy": policy, "l2": l2, "total": loss}
