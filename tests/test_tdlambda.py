@@ -13,6 +13,7 @@ from anakin_mz import act, agents
 from anakin_mz import agent as agent_lib
 from anakin_mz import config as config_lib
 from anakin_mz import run as run_lib
+from anakin_mz.eval import report
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchConfig
 from anakin_mz.tdlambda import (
@@ -203,3 +204,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   policy = act.search_agent_policy(loaded.network, loaded.params, loaded.env, loaded.config.search)
   expected = expectimax(loaded.network, loaded.params, state).action
   np.testing.assert_array_equal(policy(state, jax.random.PRNGKey(0)), expected)
+  # evaluate.py's report plays it and names it.
+  r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
+  assert r["algorithm"] == "tdlambda" and r["step"] == 16
+  assert "agent       tdlambda search, 1-ply expectimax" in report.format_report(r)
