@@ -195,16 +195,19 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   learner = agents.make_learner(config)
   assert learner.updates_per_chunk == 8
   result = run_lib.train(config, logdir=str(tmp_path), max_updates=16, progress=False)
-  assert int(result.state.update_step[0]) == 16
+  # An update per iteration where some lane reached a decision node or the
+  # end with a previous decision node: fewer than 8 per chunk.
+  step = int(result.state.update_step[0])
+  assert 16 <= step < 24 and result.saved_step == step
   assert sum(row["episodes"] for row in result.history) >= 4
-  assert [e["update_step"] for e in result.evals] == [0, 16]
+  assert [e["update_step"] for e in result.evals] == [0, step]
   loaded = agent_lib.load_agent(result.checkpoint_dir)
-  assert loaded.step == 16 and isinstance(loaded.network, ValueModel)
+  assert loaded.step == step and isinstance(loaded.network, ValueModel)
   state = jax.vmap(loaded.env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
   policy = act.search_agent_policy(loaded.network, loaded.params, loaded.env, loaded.config.search)
   expected = expectimax(loaded.network, loaded.params, state).action
   np.testing.assert_array_equal(policy(state, jax.random.PRNGKey(0)), expected)
   # evaluate.py's report plays it and names it.
   r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
-  assert r["algorithm"] == "tdlambda" and r["step"] == 16
+  assert r["algorithm"] == "tdlambda" and r["step"] == step
   assert "agent       tdlambda search, 1-ply expectimax" in report.format_report(r)
