@@ -57,6 +57,11 @@ def evaluate_checkpoint(
     raise ValueError(f"--simulations must be >= 1, got {simulations}")
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
+  if diagnostics and agent.config.agent != "ndmz":
+    raise ValueError(
+      f"--diagnostics tests a learned model; this checkpoint's agent "
+      f"{agent.config.agent!r} plans with the real game (only ndmz checkpoints have one)"
+    )
   env = agent.env
   search = agent.config.search
   if simulations is not None:
