@@ -28,7 +28,10 @@ decides the node's kind once, when it is created:
   players every other player counts as the root mover's opponent); in
   single-player and collaborative games it is the root-POV Q. The Q-values are
   min-max normalised over the node value and its children's Q-values after the
-  sign, like `mctx.qtransform_by_parent_and_siblings`.
+  sign, like `mctx.qtransform_by_parent_and_siblings`. A slot whose prior
+  logit is the masking logit (finfo.min) is never picked: a learned model
+  never gives it; the real game as the model (`alphazero.TrueModel`) masks
+  the illegal moves of interior nodes with it, as the root's are.
 * chance node: children priors = chance policy; a child is drawn from them
   (`chance_mode="sample"`) or chosen by the deterministic rule
   `argmax(prob - visits / (1 + sum visits))` (`"prior_minus_visits"`).
