@@ -14,6 +14,7 @@ import chex
 import jax.numpy as jnp
 
 import envs
+from anakin_mz import alphazero, tdlambda
 from anakin_mz.networks import Network
 from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
 from anakin_mz.types import Params
@@ -29,12 +30,23 @@ def search_policy(
   config: SearchConfig,
   temperature: chex.Numeric,
 ) -> SearchOutput:
-  """Runs the NDMZ search from the batched decision states `state` `[B]`.
+  """Runs the agent's search from the batched decision states `state` `[B]`.
+
+  The model decides which search (`agents`): a `Network` runs the NDMZ
+  search on its learned model; an `alphazero.TrueModel` runs the same search
+  on the real game; a `tdlambda.ValueModel` plays TD-Gammon's 1-ply
+  expectimax (no tree: `search_tree` is None, temperature unused).
 
   Lanes that are not at a decision node get an all-legal mask so the search
   stays well defined; their result is ignored by the callers.
   """
-  root = network.root(params, state.observation)
+  if isinstance(network, tdlambda.ValueModel):
+    del key, config, temperature
+    return tdlambda.expectimax(network, params, state)
+  if isinstance(network, alphazero.TrueModel):
+    root = network.state_root(params, state)
+  else:
+    root = network.root(params, state.observation)
   decision = state.current_player >= 0
   mask = jnp.where(decision[:, None], state.legal_action_mask, True)
   return ndmz_search(
@@ -70,10 +82,13 @@ def search_agent_policy(
 
 
 def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
-  """The network's greedy choice policy (argmax of legal policy logits)."""
+  """The network's greedy choice policy (argmax of legal policy logits); for
+  TD(lambda), which has no policy head, its greedy 1-ply expectimax."""
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
     del key
+    if isinstance(network, tdlambda.ValueModel):
+      return tdlambda.expectimax(network, params, state).action
     logits = network.root(params, state.observation).policy_logits
     return jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), axis=-1).astype(
       jnp.int32

@@ -9,6 +9,7 @@ import jax
 
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
+from anakin_mz.agents import make_learner
 from anakin_mz.anakin import Learner, make_mesh
 from anakin_mz.types import Params
 
@@ -55,7 +56,7 @@ def load_agent(
       f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
     )
   # Evaluation runs on one device, whatever the training ran on.
-  learner = Learner(config, mesh=make_mesh(jax.local_devices()[:1]))
+  learner = make_learner(config, mesh=make_mesh(jax.local_devices()[:1]))
   ckpt.check_compatible(meta, directory, env_id=learner.env.id, env_version=learner.env.version)
   if ckpt.is_legacy_layout(meta):  # the pmap run loop: a leading device axis
     single = jax.eval_shape(learner.init, jax.random.PRNGKey(0))

@@ -1,7 +1,7 @@
 """Experiment configuration: frozen dataclasses, loaded from YAML with
 `key=value` overrides, validated up front and never mutated at run time.
 
-A config file has five sections, each mapping onto one dataclass, and two
+A config file has five sections, each mapping onto one dataclass, and three
 top-level settings:
 
     env:     {name: nannon, params: {...}}       # envs.make(name, **params)
@@ -11,6 +11,7 @@ top-level settings:
     train:   {...}                               # TrainConfig below
     seed: 0
     discount: 1.0    # the return's discount: the tree's edges and the value targets
+    agent: ndmz      # ndmz | alphazero | tdlambda (AGENTS)
 
 The discount is set once: `Config` hands it to the search (`search.discount`
 is not a key of the file). Configs saved before it moved (with equal
@@ -41,6 +42,20 @@ if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazil
 
 LR_SCHEDULES = ("constant", "cosine")
 
+# The agents (`agent:` at the top level; `anakin_mz.agents` builds each):
+# ndmz: NDMZ, a learned model with chance and turn order (the default);
+# alphazero: AlphaZero, the same search with the real game as its model;
+# tdlambda: TD(lambda) self-play of a value network, 1-ply expectimax play.
+AGENTS = ("ndmz", "alphazero", "tdlambda")
+
+
+def supported_agents(env: envs.Env) -> Tuple[str, ...]:
+  """The agents that can play `env`: TD(lambda) follows one value from
+  player 0's view, which a zero-sum game with more than two players lacks."""
+  if env.payoff == "zero_sum" and env.num_players > 2:
+    return ("ndmz", "alphazero")
+  return AGENTS
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -68,6 +83,7 @@ class TrainConfig:
   log_every: int = 50  # updates between TensorBoard scalars
   search_at_chance: bool = False  # old self-play path: search at chance nodes too
   reanalyse_fraction: float = 0.0  # share of each batch given fresh targets (0: off)
+  td_lambda: float = 0.7  # agent tdlambda: the trace decay lambda (paper: 0.7)
 
   def __post_init__(self):
     positive = (
@@ -114,6 +130,8 @@ class TrainConfig:
         f"{self.batch_size} rounds to 0 reanalysed samples: use 0 (off) or at "
         f"least {0.5 / self.batch_size:.3g}"
       )
+    if not 0.0 <= self.td_lambda <= 1.0:
+      raise ValueError(f"train.td_lambda must be in [0, 1], got {self.td_lambda}")
 
   @property
   def reanalyse_rows(self) -> int:
@@ -163,8 +181,16 @@ class Config:
   train: TrainConfig
   seed: int = 0
   discount: float = 1.0  # the return's discount: search edges and value targets
+  agent: str = "ndmz"  # one of AGENTS
 
   def __post_init__(self):
+    if self.agent not in AGENTS:
+      raise ValueError(f"unknown agent {self.agent!r}; valid agents: {', '.join(AGENTS)}")
+    if self.agent == "alphazero" and not self.search.terminal_nodes:
+      raise ValueError(
+        "agent alphazero needs search.terminal_nodes: true (the game's terminal "
+        "nodes are never expanded); remove search.terminal_nodes=false"
+      )
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:
@@ -183,6 +209,7 @@ class Config:
       "env": {"name": self.env, "params": dict(self.env_params)},
       "seed": self.seed,
       "discount": self.discount,
+      "agent": self.agent,
     }
     for name in ("network", "search", "loss", "train"):
       section = dataclasses.asdict(getattr(self, name))
@@ -278,7 +305,7 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"a config must be a mapping, got {type(raw).__name__}")
   sections = _section_classes()
   raw = _legacy_discount(raw)
-  valid = {"env", "seed", "discount", *sections}
+  valid = {"env", "seed", "discount", "agent", *sections}
   unknown = sorted(set(raw) - valid)
   if unknown:
     raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
@@ -293,7 +320,15 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"unknown key(s) in env section: {extra}; valid: name, params")
   name = env_section["name"]
   params = dict(env_section.get("params") or {})
-  envs.make(name, **params)  # validates name and params with a clear message
+  env = envs.make(name, **params)  # validates name and params with a clear message
+  agent = raw.get("agent", "ndmz")
+  if agent not in AGENTS:
+    raise ValueError(f"unknown agent {agent!r}; valid agents: {', '.join(AGENTS)}")
+  if agent not in supported_agents(env):
+    raise ValueError(
+      f"agent {agent!r} does not support env {name!r} ({env.num_players} players, "
+      f"{env.payoff}); valid agents for it: {', '.join(supported_agents(env))}"
+    )
   seed = raw.get("seed", 0)
   if not isinstance(seed, int) or isinstance(seed, bool):
     raise ValueError(f"seed must be an integer, got {seed!r}")
@@ -311,7 +346,12 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   except ValueError as e:
     raise ValueError(f"invalid discount: {e}") from None
   return Config(
-    env=name, env_params=tuple(sorted(params.items())), seed=seed, discount=discount, **built
+    env=name,
+    env_params=tuple(sorted(params.items())),
+    seed=seed,
+    discount=discount,
+    agent=agent,
+    **built,
   )
 
 

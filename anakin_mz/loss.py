@@ -58,7 +58,7 @@ class LossConfig:
         raise ValueError(f"loss {f.name} must be >= 0, got {getattr(self, f.name)}")
 
 
-def _scalar_or_categorical(
+def value_loss(
   pred: chex.Array, target: chex.Array, value_head: str, support_size: int
 ) -> chex.Array:
   """pred `[..., V]`, target `[...]` -> per-entry loss `[...]`."""
@@ -87,10 +87,8 @@ def loss_terms(
   chex.assert_shape(outputs.identity_logits, batch.target_identity.shape + (None,))
   chex.assert_shape([batch.target_reward, batch.target_identity], (n, k1 - 1))
   mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
-  value = _scalar_or_categorical(outputs.value_logits, batch.target_value, value_head, support_size)
-  reward = _scalar_or_categorical(
-    outputs.reward_logits, batch.target_reward, value_head, support_size
-  )
+  value = value_loss(outputs.value_logits, batch.target_value, value_head, support_size)
+  reward = value_loss(outputs.reward_logits, batch.target_reward, value_head, support_size)
   policy = optax.softmax_cross_entropy(outputs.policy_logits, batch.target_policy)
   chance = optax.softmax_cross_entropy(outputs.chance_logits, batch.target_chance)
   identity = optax.softmax_cross_entropy_with_integer_labels(

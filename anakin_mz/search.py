@@ -28,7 +28,10 @@ decides the node's kind once, when it is created:
   players every other player counts as the root mover's opponent); in
   single-player and collaborative games it is the root-POV Q. The Q-values are
   min-max normalised over the node value and its children's Q-values after the
-  sign, like `mctx.qtransform_by_parent_and_siblings`.
+  sign, like `mctx.qtransform_by_parent_and_siblings`. A slot whose prior
+  logit is the masking logit (finfo.min) is never picked: a learned model
+  never gives it; the real game as the model (`alphazero.TrueModel`) masks
+  the illegal moves of interior nodes with it, as the root's are.
 * chance node: children priors = chance policy; a child is drawn from them
   (`chance_mode="sample"`) or chosen by the deterministic rule
   `argmax(prob - visits / (1 + sum visits))` (`"prior_minus_visits"`).
@@ -551,7 +554,9 @@ def _select(
     policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
     value_score = _normalized_mover_q(tree, node_index, sign)
     noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
-    choice_invalid = jnp.where(depth == 0, tree.root_invalid_actions > 0, slots >= num_actions)
+    choice_invalid = jnp.where(
+      depth == 0, tree.root_invalid_actions > 0, _interior_invalid(tree, node_index, num_actions)
+    )
     choice_slot = _masked_argmax(value_score + policy_score + noise, choice_invalid)
 
   chance_invalid = slots >= num_outcomes
@@ -680,7 +685,18 @@ def _gumbel_interior_slot(tree: mctx.Tree, node_index, sign, *, num_actions, con
   completed_q = _completed_mover_q(tree, node_index, sign, num_actions=num_actions, config=config)
   probs = jax.nn.softmax(logits + completed_q)
   to_argmax = probs - visits / (1 + jnp.sum(visits, keepdims=True, axis=-1))
-  return jnp.argmax(to_argmax, axis=-1).astype(jnp.int32)
+  invalid = _interior_invalid(tree, node_index, num_actions)[:num_actions]
+  return _masked_argmax(to_argmax, invalid)
+
+
+def _interior_invalid(tree: mctx.Tree, node_index, num_actions):
+  """bool `[S]`: the slots an interior choice node may not pick: the padded
+  ones (>= A) and those whose prior logit is the masking logit (finfo.min).
+  A learned model never gives that logit; a model that knows the legal moves
+  (AlphaZero's true model) masks illegal ones with it, as the root does."""
+  slots = jnp.arange(tree.num_actions)
+  logits = tree.children_prior_logits[node_index]
+  return (slots >= num_actions) | (logits <= jnp.finfo(logits.dtype).min)
 
 
 def _completed_mover_q(tree: mctx.Tree, node_index, sign, *, num_actions, config):

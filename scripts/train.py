@@ -4,6 +4,7 @@
     python scripts/train.py --env=catch train.total_updates=2000 search.num_simulations=16
     python scripts/train.py --env=nannon --minutes 60 --logdir runs/nannon
     python scripts/train.py --env=nannon --logdir runs/nannon --resume
+    python scripts/train.py --env=nannon --agent=alphazero   # or --agent=tdlambda
 
 The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
 arguments override it, before or after the options. Numbers may be written
@@ -48,6 +49,11 @@ def main(argv=None) -> int:
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
   parser.add_argument(
+    "--agent",
+    default=None,
+    help="ndmz (default), alphazero or tdlambda: shorthand for the override agent=NAME",
+  )
+  parser.add_argument(
     "--updates",
     type=int,
     default=None,
@@ -78,6 +84,8 @@ def main(argv=None) -> int:
   overrides = list(args.overrides)
   if args.seed is not None:
     overrides.append(f"seed={args.seed}")
+  if args.agent is not None:
+    overrides.append(f"agent={args.agent}")
   try:
     cfg = config_lib.load(path, overrides)
   except ValueError as e:

@@ -57,6 +57,11 @@ def evaluate_checkpoint(
     raise ValueError(f"--simulations must be >= 1, got {simulations}")
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
+  if diagnostics and agent.config.agent != "ndmz":
+    raise ValueError(
+      f"--diagnostics tests a learned model; this checkpoint's agent "
+      f"{agent.config.agent!r} plans with the real game (only ndmz checkpoints have one)"
+    )
   env = agent.env
   search = agent.config.search
   if simulations is not None:
@@ -73,6 +78,7 @@ def evaluate_checkpoint(
     "checkpoint": os.path.abspath(directory),
     "step": agent.step,
     "agent": agent_kind,
+    "algorithm": agent.config.agent,  # ndmz, alphazero or tdlambda: whose policy plays
     "simulations": search.num_simulations if agent_kind == "search" else 0,
   }
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
@@ -176,11 +182,14 @@ def _interval(d) -> str:
 def format_report(r: Dict[str, object]) -> str:
   """A readable table of an `evaluate_checkpoint` result."""
   sims = f", {r['simulations']} simulations" if r["agent"] == "search" else ""
+  if r.get("algorithm") == "tdlambda":  # TD(lambda) plays 1-ply expectimax, no tree
+    sims = ", 1-ply expectimax"
+  algorithm = f"{r['algorithm']} " if "algorithm" in r else ""
   params = ", ".join(f"{k}={v}" for k, v in sorted(r["env_params"].items()))
   lines: List[str] = [
     f"game        {r['game']} ({params})",
     *([f"checkpoint  {r['checkpoint']}  step {r['step']}"] if "checkpoint" in r else []),
-    f"agent       {r['agent']}{sims}",
+    f"agent       {algorithm}{r['agent']}{sims}",
     f"opponent    {r['opponent']}",
     f"games       {r['games']}  (seed {r['seed']})",
     "",
