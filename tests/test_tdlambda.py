@@ -197,7 +197,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   result = run_lib.train(config, logdir=str(tmp_path), max_updates=16, progress=False)
   # An update per iteration where some lane reached a decision node or the
   # end with a previous decision node: fewer than 8 per chunk.
-  step = int(result.state.update_step[0])
+  step = int(result.state.update_step)
   assert 16 <= step < 24 and result.saved_step == step
   assert sum(row["episodes"] for row in result.history) >= 4
   assert [e["update_step"] for e in result.evals] == [0, step]
