@@ -40,14 +40,17 @@ functions) over a successor table `[N, d, k+1]`: a position has at most k+1
 distinct moves (HOME, and each checker on the board), "slots" here.
 V(p) = mean_r max_slot (1 - V(successor)); a forfeited roll gives
 1 - V(same board seen by the opponent). Large solutions are cached under
-$ANAKIN_MZ_CACHE (default ~/.cache/anakin_mz/).
+$ANAKIN_MZ_CACHE (default ~/.cache/anakin_mz/), keyed by the configuration,
+the env's version and `SOLVER_VERSION`, with a checksum.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import time
+import warnings
 from functools import lru_cache, partial
 from typing import Callable, NamedTuple, Optional, Tuple
 
@@ -346,12 +349,81 @@ def _greedy(v, succ, flip, lost, won, slot_action):
 # (points, checkers, die_sides) -> (tol, Solution): solutions of this process.
 _SOLVED = {}
 
+# Bump when the solver's output changes (ranking layout, tie-breaking, the
+# file's fields): cached solutions of another version are never read.
+SOLVER_VERSION = 1
 
-def _cache_path(n: int, k: int, d: int) -> str:
-  root = os.environ.get(
+
+class CacheError(ValueError):
+  """A cached solution that cannot be used (unreadable, or not the solution
+  of this configuration, env version and solver version)."""
+
+
+def cache_dir() -> str:
+  """Where large solutions are cached: $ANAKIN_MZ_CACHE, else
+  ~/.cache/anakin_mz."""
+  return os.environ.get(
     "ANAKIN_MZ_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz")
   )
-  return os.path.join(root, f"nannon_{n}-{k}-{d}_v{nannon.Nannon.version}.npz")
+
+
+def _cache_path(n: int, k: int, d: int) -> str:
+  name = f"nannon_{n}-{k}-{d}_env{nannon.Nannon.version}_solver{SOLVER_VERSION}.npz"
+  return os.path.join(cache_dir(), name)
+
+
+def _digest(values: np.ndarray, policy: np.ndarray) -> str:
+  h = hashlib.sha256()
+  h.update(np.ascontiguousarray(values, np.float64).tobytes())
+  h.update(np.ascontiguousarray(policy, np.int8).tobytes())
+  return h.hexdigest()
+
+
+def _load(path: str, n: int, k: int, d: int) -> Tuple[float, Solution]:
+  """(tol, Solution) from a cache file; CacheError if it is unreadable or
+  not this configuration's solution (versions, shapes, checksum)."""
+  num = nannon.num_positions(n, k)
+  try:
+    with np.load(path, allow_pickle=False) as z:
+      f = {name: z[name] for name in z.files}
+  except Exception as e:  # a truncated or overwritten file: zip, npy or OS errors
+    raise CacheError(f"cannot read cached nannon solution {path!r}: {e}") from None
+  want = {
+    "config": [n, k, d],
+    "env_version": nannon.Nannon.version,
+    "solver_version": SOLVER_VERSION,
+  }
+  fields = {"values", "policy", "digest", "tol", "residual", "iterations", "seconds", "cpu_seconds"}
+  missing = sorted((set(want) | fields) - set(f))
+  if missing:
+    raise CacheError(f"cached nannon solution {path!r} lacks {missing} (an older format?)")
+  for name, value in want.items():
+    if f[name].tolist() != value:
+      raise CacheError(
+        f"cached nannon solution {path!r} has {name} {f[name].tolist()}, expected {value}"
+      )
+  values, policy = f["values"], f["policy"]
+  if values.shape != (num,) or values.dtype != np.float64:
+    raise CacheError(f"cached values in {path!r}: {values.dtype}{values.shape}, not float64[{num}]")
+  if policy.shape != (num, d) or policy.dtype != np.int8:
+    raise CacheError(
+      f"cached policy in {path!r}: {policy.dtype}{policy.shape}, not int8[{num}, {d}]"
+    )
+  if _digest(values, policy) != str(f["digest"]):
+    raise CacheError(f"cached nannon solution {path!r} fails its checksum (corrupt)")
+  sol = Solution(
+    n,
+    k,
+    d,
+    values,
+    policy,
+    float(f["residual"]),
+    int(f["iterations"]),
+    float(f["seconds"]),
+    float(f["cpu_seconds"]),
+    True,
+  )
+  return float(f["tol"]), sol
 
 
 def solve(
@@ -368,8 +440,11 @@ def solve(
       checkers and die_sides matter (the solution covers every position).
     tol: stop when successive sweeps differ by less than this (sup norm).
     max_iterations: a bound on sweeps.
-    cache: read/write the solution under $ANAKIN_MZ_CACHE (default
-      ~/.cache/anakin_mz/). None: only for N >= CACHE_MIN_POSITIONS.
+    cache: read/write the solution in `cache_dir()`, in a file named by the
+      configuration, the env's version and `SOLVER_VERSION`. None: only for
+      N >= CACHE_MIN_POSITIONS. A cache file that cannot be used (corrupt,
+      of another version or configuration, solved to a looser tol) is
+      replaced by a fresh solve, with a warning naming it.
     refresh: solve even if a cached solution exists (and rewrite it).
       Without it, a solution already computed in this process is reused.
 
@@ -387,21 +462,13 @@ def solve(
       _save(path, memo[1], memo[0])
     return memo[1]
   if cache and not refresh and os.path.exists(path):
-    with np.load(path) as z:
-      if float(z["tol"]) <= tol:
-        sol = Solution(
-          n,
-          k,
-          d,
-          z["values"],
-          z["policy"],
-          float(z["residual"]),
-          int(z["iterations"]),
-          float(z["seconds"]),
-          float(z["cpu_seconds"]) if "cpu_seconds" in z else 0.0,
-          True,
-        )
-        _SOLVED[(n, k, d)] = (float(z["tol"]), sol)
+    try:
+      cached_tol, sol = _load(path, n, k, d)
+    except CacheError as e:
+      warnings.warn(f"{e}; solving again and rewriting it", stacklevel=2)
+    else:
+      if cached_tol <= tol:
+        _SOLVED[(n, k, d)] = (cached_tol, sol)
         return sol
   t0, c0 = time.perf_counter(), time.process_time()
   t = build_tables(n, k, d)
@@ -426,8 +493,12 @@ def _save(path: str, sol: Solution, tol: float) -> None:
   tmp = f"{path}.{os.getpid()}.tmp.npz"  # atomic: write, then rename
   np.savez(
     tmp,
+    config=np.array([sol.points, sol.checkers, sol.die_sides]),
+    env_version=nannon.Nannon.version,
+    solver_version=SOLVER_VERSION,
     values=sol.values,
     policy=sol.policy,
+    digest=_digest(sol.values, sol.policy),
     residual=sol.residual,
     tol=tol,
     iterations=sol.iterations,

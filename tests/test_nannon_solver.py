@@ -299,13 +299,79 @@ def test_max_game_length_is_virtually_never_hit(env, sol):
 def test_cache_round_trip(env, sol, tmp_path, monkeypatch):
   monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
   first = ns.solve(env, cache=True, refresh=True)
-  assert [f.name for f in tmp_path.iterdir()] == ["nannon_6-3-6_v1.npz"]
+  name = f"nannon_6-3-6_env{nannon.Nannon.version}_solver{ns.SOLVER_VERSION}.npz"
+  assert [f.name for f in tmp_path.iterdir()] == [name]
   monkeypatch.setattr(ns, "_SOLVED", {})  # forget this process's solutions
   again = ns.solve(env, cache=True)
   assert again.from_cache and not first.from_cache
   assert again.iterations == first.iterations
   np.testing.assert_array_equal(again.values, first.values)
   np.testing.assert_array_equal(again.policy, sol.policy)
+
+
+def rewrite_cache(path, **changes):
+  with np.load(path) as z:
+    fields = {k: z[k] for k in z.files}
+  fields.update(changes)
+  np.savez(path, **fields)
+
+
+@pytest.mark.parametrize(
+  "damage, message",
+  [
+    ("truncate", "cannot read"),
+    ("garbage", "cannot read"),
+    ("flip_value", "checksum"),
+    ("solver_version", "solver_version"),
+    ("env_version", "env_version"),
+    ("config", "config"),
+    ("shape", "not int8"),
+    ("old_format", "lacks"),
+  ],
+)
+def test_corrupt_or_stale_cache_is_solved_again(env, sol, tmp_path, monkeypatch, damage, message):
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
+  ns.solve(env, cache=True, refresh=True)
+  (path,) = tmp_path.iterdir()
+  if damage == "truncate":
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+  elif damage == "garbage":
+    path.write_bytes(b"not a zip file at all")
+  elif damage == "flip_value":
+    with np.load(path) as z:
+      values = z["values"].copy()
+    values[17] += 1e-3
+    rewrite_cache(path, values=values)
+  elif damage in ("solver_version", "env_version"):
+    rewrite_cache(path, **{damage: 99})
+  elif damage == "config":
+    rewrite_cache(path, config=np.array([6, 3, 5]))
+  elif damage == "shape":
+    with np.load(path) as z:
+      rewrite_cache(path, policy=z["policy"][:, :5])
+  elif damage == "old_format":  # the file layout before versions and checksums
+    with np.load(path) as z:
+      np.savez(path, **{k: z[k] for k in ("values", "policy", "residual", "tol", "iterations")})
+  with pytest.raises(ns.CacheError, match=message):
+    ns._load(str(path), 6, 3, 6)
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  with pytest.warns(UserWarning, match=message):
+    again = ns.solve(env, cache=True)
+  assert not again.from_cache
+  np.testing.assert_array_equal(again.policy, sol.policy)
+  # The bad file was replaced by a good one.
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  assert ns.solve(env, cache=True).from_cache
+
+
+def test_cache_of_another_solver_version_is_not_read(env, tmp_path, monkeypatch):
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
+  ns.solve(env, cache=True, refresh=True)
+  monkeypatch.setattr(ns, "SOLVER_VERSION", ns.SOLVER_VERSION + 1)
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  assert not ns.solve(env, cache=True).from_cache
+  assert len(list(tmp_path.iterdir())) == 2  # one file per solver version
 
 
 @pytest.mark.slow
