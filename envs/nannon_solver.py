@@ -618,31 +618,45 @@ def _state_builder(params: Tuple[Tuple[str, object], ...]):
 
 
 def policy_table_from_fn(
-  env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 15
+  env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 13
 ) -> np.ndarray:
   """The move table of a batched player, e.g. an agent's greedy policy.
 
+  All decision states are visited on device in one jitted loop (`lax.map`
+  over chunks of `batch_size`; the last chunk padded with copies of the last
+  state): the (position, roll) list goes to the device once and the table
+  comes back once, with no host round trip per chunk (12-5-6 has about 9M
+  decision states).
+
   Args:
     env: a nannon env (None: 6-3-6).
-    act: maps a batched `State` `[B]` (decision nodes) to int actions `[B]`.
-      It is called on chunks of `batch_size` (the last chunk padded).
+    act: maps a batched `State` `[B]` (decision nodes) to int actions `[B]`;
+      it must be traceable (it is called inside `jax.jit`).
+    batch_size: states per call of `act` (memory against loop overhead).
   Returns:
     int8 `[N, d]`, -1 where there is no decision.
   """
   if env is None:
     env = envs.make("nannon")
   n, k, d = _config(env)
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   pos, roll = decision_index(env)
+  size = len(pos)
+  batch = min(batch_size, size)
+  chunks = -(-size // batch)
+  pad = chunks * batch - size
+  p = np.pad(pos, (0, pad), mode="edge").reshape(chunks, batch)
+  r = np.pad(roll, (0, pad), mode="edge").reshape(chunks, batch)
+  build = _state_builder(tuple(sorted(env.params.items())))
+
+  @jax.jit
+  def run(p, r):
+    return jax.lax.map(lambda pr: act(build(*pr)).astype(jnp.int8), (p, r))
+
+  actions = np.asarray(jax.device_get(run(jnp.asarray(p), jnp.asarray(r)))).reshape(-1)[:size]
   table = np.full((nannon.num_positions(n, k), d), -1, np.int8)
-  for lo in range(0, len(pos), batch_size):
-    p = pos[lo : lo + batch_size]
-    r = roll[lo : lo + batch_size]
-    size = len(p)
-    pad = batch_size - size if len(pos) > batch_size else 0
-    states = position_states(
-      env, np.pad(p, (0, pad), mode="edge"), np.pad(r, (0, pad), mode="edge")
-    )
-    table[p, r - 1] = np.asarray(jax.device_get(act(states)))[:size]
+  table[pos, roll - 1] = actions
   return table
 
 

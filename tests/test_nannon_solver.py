@@ -398,3 +398,71 @@ def test_12_5_6_solution():
   turns = (env.max_game_length - 2) // 2
   assert tail_probability_pull(env, turns) < 1e-12
   assert tail_probability_pull(env, turns, sol.policy) < 1e-12
+
+
+def greedy_network(env, seed=0, hidden=(32,)):
+  """An untrained network's greedy policy: a cheap, deterministic player that
+  is neither optimal nor random (the policy that training scores)."""
+  from anakin_mz import act
+  from anakin_mz.networks import Network, NetworkConfig
+
+  net = Network(env, NetworkConfig(kind="mlp", hidden=hidden, latent_dim=16))
+  return act.greedy_network_policy(net, net.init(jax.random.PRNGKey(seed)))
+
+
+def check_exact_against_sampled(env, policy, games, seed):
+  """The evaluator's exact scores of `policy` (envs.bots: on-device table,
+  policy evaluation) against a match of `games` games against each opponent
+  (anakin_mz.eval.match, the agent in both seats): each exact win
+  probability lies in the sampled win rate's 99.9% Wilson interval."""
+  import envs.bots
+  from anakin_mz.eval import stats
+
+  (evaluator,) = envs.bots.evaluators("nannon")
+  exact = evaluator.score(env, {"greedy": policy}, jax.random.PRNGKey(0))
+  _, optimal = envs.bots.make_bot("optimal", env)
+  out = {}
+  for i, (name, opponent) in enumerate((("optimal", optimal), ("random", random_policy))):
+    rewards, truncated = play(env, policy, opponent, jax.random.PRNGKey(seed + i), games)
+    assert not truncated
+    wins = int(np.sum(rewards == 1.0))
+    lo, hi = stats.wilson_interval(wins, games, confidence=0.999)
+    p = exact[f"greedy_vs_{name}"]
+    assert lo <= p <= hi, (name, p, wins / games, lo, hi)
+    out[name] = (p, wins / games)
+  return out
+
+
+def test_exact_scoring_of_a_network_agrees_with_sampling_8_4_6():
+  # A smaller variant than 12-5-6 (31,103 positions), the same code path:
+  # the greedy network's move table on device, policy evaluation, matches.
+  env = envs.make("nannon", points=8, checkers=4)
+  result = check_exact_against_sampled(env, greedy_network(env), games=2000, seed=11)
+  # The untrained network is a real opponent's victim, not a coin flip.
+  assert result["optimal"][0] < 0.45
+
+
+def test_policy_table_on_device_matches_the_policy_state_by_state(env):
+  # The table built in one on-device loop (last chunk padded) equals the
+  # policy applied to each decision state directly.
+  policy = greedy_network(env, seed=3)
+  import envs.bots.nannon as bots_nannon
+
+  table = bots_nannon.policy_table(env, policy, jax.random.PRNGKey(0))
+  states, pos, roll = ns.decision_states(env)
+  direct = np.asarray(jax.jit(policy)(states, jax.random.PRNGKey(0)))
+  np.testing.assert_array_equal(table[pos, roll - 1], direct)
+  t = ns.build_tables(6, 3, 6)
+  assert np.all(table[~t.decision] == -1)
+  for batch in (1, 7, len(pos) + 5):  # one per chunk, ragged, one chunk
+    got = ns.policy_table_from_fn(env, lambda s: policy(s, jax.random.PRNGKey(0)), batch)
+    np.testing.assert_array_equal(got, table)
+  with pytest.raises(ValueError, match="batch_size"):
+    ns.policy_table_from_fn(env, lambda s: policy(s, None), 0)
+
+
+@pytest.mark.slow
+def test_12_5_6_exact_scoring_of_a_network_agrees_with_sampling():
+  # Solves 12-5-6 once (about 5 CPU-minutes; cached on disk afterwards).
+  env = envs.make("nannon", points=12, checkers=5)
+  check_exact_against_sampled(env, greedy_network(env, hidden=(64, 64)), games=2000, seed=5)
