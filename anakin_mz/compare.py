@@ -193,6 +193,10 @@ def score_checkpoint(run_dir: str, num_games: int, key: jax.Array) -> Dict[str, 
   return run.evaluate(agent.learner, agent.params, key, num_games)
 
 
+class Interrupted(Exception):
+  """A signal stopped a run's training chunk (its checkpoint is saved)."""
+
+
 def _say(text: str) -> None:
   print(text, flush=True)
 
@@ -249,6 +253,8 @@ def compare(
     )
     if result.history:
       seconds[label] += result.history[-1]["wall_s"]
+    if result.stopped_by in ("SIGINT", "SIGTERM"):
+      raise Interrupted(f"{result.stopped_by} while training {label}")
     step = int(_scalar(result.state.update_step))
     env_steps = float(jnp.sum(result.state.env_steps))
     t1 = time.perf_counter()
@@ -286,6 +292,14 @@ def compare(
 
   # The untrained agents first, then round robin over the schedule: at any
   # time every run has about the same budget behind it.
+  try:
+    _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, title)
+  except Interrupted as e:
+    say(f"{e}: stopped; run the same command again to resume")
+  return rows
+
+
+def _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, title) -> None:
   for s in runs:
     if not rows[s.label]:
       chunk(s, 0, None)
@@ -305,7 +319,6 @@ def compare(
         minutes = point - last["train_s"] / 60
         chunk(s, configs[s.label].train.total_updates, minutes)
     write_report(out, rows, budget, reference, title)
-  return rows
 
 
 def _measured_rate(rows: List[Dict[str, object]]) -> Optional[float]:

@@ -433,11 +433,10 @@ def check_exact_against_sampled(env, policy, games, seed):
   return out
 
 
-def test_exact_scoring_of_a_network_agrees_with_sampling_8_4_6():
-  # A smaller variant than 12-5-6 (31,103 positions), the same code path:
-  # the greedy network's move table on device, policy evaluation, matches.
-  env = envs.make("nannon", points=8, checkers=4)
-  result = check_exact_against_sampled(env, greedy_network(env), games=2000, seed=11)
+def test_exact_scoring_of_a_network_agrees_with_sampling(env):
+  # 6-3-6 (its tables are built for this module anyway), the code path of
+  # 12-5-6: the greedy network's move table on device, policy evaluation.
+  result = check_exact_against_sampled(env, greedy_network(env), games=1000, seed=11)
   # The untrained network is a real opponent's victim, not a coin flip.
   assert result["optimal"][0] < 0.45
 
@@ -454,7 +453,7 @@ def test_policy_table_on_device_matches_the_policy_state_by_state(env):
   np.testing.assert_array_equal(table[pos, roll - 1], direct)
   t = ns.build_tables(6, 3, 6)
   assert np.all(table[~t.decision] == -1)
-  for batch in (1, 7, len(pos) + 5):  # one per chunk, ragged, one chunk
+  for batch in (1000, len(pos) + 5):  # ragged chunks; one chunk
     got = ns.policy_table_from_fn(env, lambda s: policy(s, jax.random.PRNGKey(0)), batch)
     np.testing.assert_array_equal(got, table)
   with pytest.raises(ValueError, match="batch_size"):
