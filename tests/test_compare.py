@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+import tiny
 
 from anakin_mz import compare
 from anakin_mz import config as config_lib
@@ -14,20 +15,7 @@ from anakin_mz import config as config_lib
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 NANNON = os.path.join(ROOT, "configs", "nannon.yaml")
 
-TINY = [
-  "network.hidden=[16,16]",
-  "network.latent_dim=8",
-  "search.num_simulations=3",
-  "train.num_envs=4",
-  "train.rollout_length=4",
-  "train.replay_capacity=40",
-  "train.min_replay=4",
-  "train.batch_size=8",
-  "train.unroll_steps=2",
-  "train.replay_ratio=2.0",
-  "train.log_every=1",
-  "train.checkpoint_every=0",
-]
+TINY = list(tiny.TINY) + ["train.checkpoint_every=0"]  # compare saves after each chunk
 
 
 def test_parse_runs_labels_and_errors():
