@@ -489,7 +489,14 @@ def figures(
   keys = score_keys(rows)
   if keys:
     agents = sorted({str(r["agent"]) for rs in rows.values() for r in rs})
-    seeds = sorted({r["seed"] for rs in rows.values() for r in rs})
+    # One colour per agent; its runs (seeds, variants) differ by line style.
+    same_agent: Dict[str, int] = {}
+    for label, rs in rows.items():
+      if rs:
+        agent = str(rs[0]["agent"])
+        same_agent[label] = sum(
+          1 for other in same_agent if other != label and str(rows[other][0]["agent"]) == agent
+        )
     colours = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(agents)}
     styles = ["-", "--", ":", "-."]
     fig, axes = plt.subplots(2, len(keys), figsize=(4.8 * len(keys), 7.0), squeeze=False)
@@ -506,7 +513,7 @@ def figures(
             [r[x_key] * scale for r in pts],
             [r[k] for r in pts],
             color=colours[str(pts[0]["agent"])],
-            linestyle=styles[seeds.index(pts[0]["seed"]) % len(styles)],
+            linestyle=styles[same_agent[label] % len(styles)],
             marker="o",
             markersize=3,
             label=label,
