@@ -314,10 +314,11 @@ def _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, t
         need = math.ceil((point - last["env_steps"]) / rate)
         chunk(s, int(last["update_step"]) + max(1, need), None)
       else:
-        if last["train_s"] >= 60 * point - 1e-6:
-          continue
+        total = configs[s.label].train.total_updates
+        if last["train_s"] >= 60 * point - 1e-6 or last["update_step"] >= total:
+          continue  # this point reached, or the config's update budget spent
         minutes = point - last["train_s"] / 60
-        chunk(s, configs[s.label].train.total_updates, minutes)
+        chunk(s, total, minutes)
     write_report(out, rows, budget, reference, title)
 
 
