@@ -233,6 +233,7 @@ def compare(
     "budget": dataclasses.asdict(budget),
     "eval_games": eval_games,
   }
+  spec = json.loads(json.dumps(spec))  # as it reads back (tuples as lists)
   _check_spec(out, spec, title)
   reference = references(next(iter(configs.values())))
   rows = {s.label: read_rows(os.path.join(out, s.label)) for s in runs}
