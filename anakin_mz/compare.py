@@ -120,7 +120,7 @@ def _knows_agent_key() -> bool:
 
 
 def run_config(
-  path: str, overrides: Sequence[str], spec: RunSpec, budget: Budget, num_devices: int
+  path: str, overrides: Sequence[str], spec: RunSpec, budget: Budget
 ) -> config_lib.Config:
   """The config of one run: the file, the comparison's overrides, the
   agent's, its seed; the training loop's own evaluation off.
@@ -141,16 +141,17 @@ def run_config(
   config = config_lib.load(path, over)
   if budget.unit == "env_steps":
     # The learning-rate and temperature schedules end with the budget.
-    updates = math.ceil(budget.total / env_steps_per_update(config, num_devices))
+    updates = math.ceil(budget.total / env_steps_per_update(config))
     config = config_lib.load(path, over + [f"train.total_updates={max(1, updates)}"])
   return config
 
 
-def env_steps_per_update(config: config_lib.Config, num_devices: int) -> float:
-  """Env transitions (all devices) per gradient update, from the config."""
+def env_steps_per_update(config: config_lib.Config) -> float:
+  """Env transitions per gradient update, from the config (global sizes:
+  `train.num_envs` and `train.batch_size` cover all devices)."""
   tc = config.train
   transitions = tc.rollout_length * tc.num_envs
-  return transitions * num_devices / tc.updates_per_chunk(transitions)
+  return transitions / tc.updates_per_chunk(transitions)
 
 
 # ------------------------------------------------------------------ rows ----
@@ -224,8 +225,7 @@ def compare(
 
   if eval_games < 2 or eval_games % 2:
     raise ValueError(f"eval games must be an even number >= 2, got {eval_games}")
-  num_devices = jax.local_device_count()
-  configs = {s.label: run_config(config_path, overrides, s, budget, num_devices) for s in runs}
+  configs = {s.label: run_config(config_path, overrides, s, budget) for s in runs}
   spec = {
     "config": os.path.abspath(config_path),
     "overrides": list(overrides),
@@ -294,13 +294,13 @@ def compare(
   # The untrained agents first, then round robin over the schedule: at any
   # time every run has about the same budget behind it.
   try:
-    _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, title)
+    _schedule(runs, rows, budget, configs, chunk, out, reference, title)
   except Interrupted as e:
     say(f"{e}: stopped; run the same command again to resume")
   return rows
 
 
-def _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, title) -> None:
+def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None:
   for s in runs:
     if not rows[s.label]:
       chunk(s, 0, None)
@@ -311,7 +311,7 @@ def _schedule(runs, rows, budget, configs, num_devices, chunk, out, reference, t
       if budget.unit == "env_steps":
         if last["env_steps"] >= point:
           continue
-        rate = _measured_rate(rows[s.label]) or env_steps_per_update(configs[s.label], num_devices)
+        rate = _measured_rate(rows[s.label]) or env_steps_per_update(configs[s.label])
         need = math.ceil((point - last["env_steps"]) / rate)
         chunk(s, int(last["update_step"]) + max(1, need), None)
       else:

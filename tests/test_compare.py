@@ -51,19 +51,19 @@ def test_budget_points_and_validation():
 def test_run_config_sets_seed_schedule_and_agent(monkeypatch):
   spec = compare.RunSpec("ndmz", 3, ("search.num_simulations=5",))
   budget = compare.Budget("env_steps", 100_000, 10_000)
-  cfg = compare.run_config(NANNON, ["train.batch_size=128"], spec, budget, num_devices=2)
+  cfg = compare.run_config(NANNON, ["train.batch_size=128"], spec, budget)
   assert cfg.seed == 3 and cfg.search.num_simulations == 5
   assert cfg.train.eval_every == 0  # compare scores, not the training loop
-  # 64 lanes x 16 steps x 2 devices per chunk, 4 * 1024 / 128 = 32 updates:
-  # 64 env steps per update, so the budget takes 1563 updates.
-  assert compare.env_steps_per_update(cfg, 2) == 64.0
-  assert cfg.train.total_updates == 1563
-  minutes = compare.run_config(NANNON, [], spec, compare.Budget("minutes", 5, 1), 1)
+  # 64 lanes x 16 steps per chunk, 4 * 1024 / 128 = 32 updates: 32 env
+  # steps per update, so the budget takes 3125 updates.
+  assert compare.env_steps_per_update(cfg) == 32.0
+  assert cfg.train.total_updates == 3125
+  minutes = compare.run_config(NANNON, [], spec, compare.Budget("minutes", 5, 1))
   assert minutes.train.total_updates == config_lib.load(NANNON).train.total_updates
   # Today's config has no `agent` key: only ndmz is valid, and it says so.
   if not compare._knows_agent_key():
     with pytest.raises(ValueError, match="only valid agent is 'ndmz'"):
-      compare.run_config(NANNON, [], compare.RunSpec("alphazero", 0), budget, 1)
+      compare.run_config(NANNON, [], compare.RunSpec("alphazero", 0), budget)
   # Where the config has the key, the agent goes in as an override.
   seen = []
   real_load = config_lib.load
@@ -75,7 +75,7 @@ def test_run_config_sets_seed_schedule_and_agent(monkeypatch):
       seen.append(list(over)) or real_load(path, [o for o in over if "agent=" not in o])
     ),
   )
-  compare.run_config(NANNON, [], compare.RunSpec("tdlambda", 0), budget, 1)
+  compare.run_config(NANNON, [], compare.RunSpec("tdlambda", 0), budget)
   assert "agent=tdlambda" in seen[0]
 
 
