@@ -40,14 +40,17 @@ functions) over a successor table `[N, d, k+1]`: a position has at most k+1
 distinct moves (HOME, and each checker on the board), "slots" here.
 V(p) = mean_r max_slot (1 - V(successor)); a forfeited roll gives
 1 - V(same board seen by the opponent). Large solutions are cached under
-$ANAKIN_MZ_CACHE (default ~/.cache/anakin_mz/).
+$ANAKIN_MZ_CACHE (default ~/.cache/anakin_mz/), keyed by the configuration,
+the env's version and `SOLVER_VERSION`, with a checksum.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import time
+import warnings
 from functools import lru_cache, partial
 from typing import Callable, NamedTuple, Optional, Tuple
 
@@ -346,12 +349,81 @@ def _greedy(v, succ, flip, lost, won, slot_action):
 # (points, checkers, die_sides) -> (tol, Solution): solutions of this process.
 _SOLVED = {}
 
+# Bump when the solver's output changes (ranking layout, tie-breaking, the
+# file's fields): cached solutions of another version are never read.
+SOLVER_VERSION = 1
 
-def _cache_path(n: int, k: int, d: int) -> str:
-  root = os.environ.get(
+
+class CacheError(ValueError):
+  """A cached solution that cannot be used (unreadable, or not the solution
+  of this configuration, env version and solver version)."""
+
+
+def cache_dir() -> str:
+  """Where large solutions are cached: $ANAKIN_MZ_CACHE, else
+  ~/.cache/anakin_mz."""
+  return os.environ.get(
     "ANAKIN_MZ_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz")
   )
-  return os.path.join(root, f"nannon_{n}-{k}-{d}_v{nannon.Nannon.version}.npz")
+
+
+def _cache_path(n: int, k: int, d: int) -> str:
+  name = f"nannon_{n}-{k}-{d}_env{nannon.Nannon.version}_solver{SOLVER_VERSION}.npz"
+  return os.path.join(cache_dir(), name)
+
+
+def _digest(values: np.ndarray, policy: np.ndarray) -> str:
+  h = hashlib.sha256()
+  h.update(np.ascontiguousarray(values, np.float64).tobytes())
+  h.update(np.ascontiguousarray(policy, np.int8).tobytes())
+  return h.hexdigest()
+
+
+def _load(path: str, n: int, k: int, d: int) -> Tuple[float, Solution]:
+  """(tol, Solution) from a cache file; CacheError if it is unreadable or
+  not this configuration's solution (versions, shapes, checksum)."""
+  num = nannon.num_positions(n, k)
+  try:
+    with np.load(path, allow_pickle=False) as z:
+      f = {name: z[name] for name in z.files}
+  except Exception as e:  # a truncated or overwritten file: zip, npy or OS errors
+    raise CacheError(f"cannot read cached nannon solution {path!r}: {e}") from None
+  want = {
+    "config": [n, k, d],
+    "env_version": nannon.Nannon.version,
+    "solver_version": SOLVER_VERSION,
+  }
+  fields = {"values", "policy", "digest", "tol", "residual", "iterations", "seconds", "cpu_seconds"}
+  missing = sorted((set(want) | fields) - set(f))
+  if missing:
+    raise CacheError(f"cached nannon solution {path!r} lacks {missing} (an older format?)")
+  for name, value in want.items():
+    if f[name].tolist() != value:
+      raise CacheError(
+        f"cached nannon solution {path!r} has {name} {f[name].tolist()}, expected {value}"
+      )
+  values, policy = f["values"], f["policy"]
+  if values.shape != (num,) or values.dtype != np.float64:
+    raise CacheError(f"cached values in {path!r}: {values.dtype}{values.shape}, not float64[{num}]")
+  if policy.shape != (num, d) or policy.dtype != np.int8:
+    raise CacheError(
+      f"cached policy in {path!r}: {policy.dtype}{policy.shape}, not int8[{num}, {d}]"
+    )
+  if _digest(values, policy) != str(f["digest"]):
+    raise CacheError(f"cached nannon solution {path!r} fails its checksum (corrupt)")
+  sol = Solution(
+    n,
+    k,
+    d,
+    values,
+    policy,
+    float(f["residual"]),
+    int(f["iterations"]),
+    float(f["seconds"]),
+    float(f["cpu_seconds"]),
+    True,
+  )
+  return float(f["tol"]), sol
 
 
 def solve(
@@ -368,8 +440,11 @@ def solve(
       checkers and die_sides matter (the solution covers every position).
     tol: stop when successive sweeps differ by less than this (sup norm).
     max_iterations: a bound on sweeps.
-    cache: read/write the solution under $ANAKIN_MZ_CACHE (default
-      ~/.cache/anakin_mz/). None: only for N >= CACHE_MIN_POSITIONS.
+    cache: read/write the solution in `cache_dir()`, in a file named by the
+      configuration, the env's version and `SOLVER_VERSION`. None: only for
+      N >= CACHE_MIN_POSITIONS. A cache file that cannot be used (corrupt,
+      of another version or configuration, solved to a looser tol) is
+      replaced by a fresh solve, with a warning naming it.
     refresh: solve even if a cached solution exists (and rewrite it).
       Without it, a solution already computed in this process is reused.
 
@@ -387,21 +462,13 @@ def solve(
       _save(path, memo[1], memo[0])
     return memo[1]
   if cache and not refresh and os.path.exists(path):
-    with np.load(path) as z:
-      if float(z["tol"]) <= tol:
-        sol = Solution(
-          n,
-          k,
-          d,
-          z["values"],
-          z["policy"],
-          float(z["residual"]),
-          int(z["iterations"]),
-          float(z["seconds"]),
-          float(z["cpu_seconds"]) if "cpu_seconds" in z else 0.0,
-          True,
-        )
-        _SOLVED[(n, k, d)] = (float(z["tol"]), sol)
+    try:
+      cached_tol, sol = _load(path, n, k, d)
+    except CacheError as e:
+      warnings.warn(f"{e}; solving again and rewriting it", stacklevel=2)
+    else:
+      if cached_tol <= tol:
+        _SOLVED[(n, k, d)] = (cached_tol, sol)
         return sol
   t0, c0 = time.perf_counter(), time.process_time()
   t = build_tables(n, k, d)
@@ -426,8 +493,12 @@ def _save(path: str, sol: Solution, tol: float) -> None:
   tmp = f"{path}.{os.getpid()}.tmp.npz"  # atomic: write, then rename
   np.savez(
     tmp,
+    config=np.array([sol.points, sol.checkers, sol.die_sides]),
+    env_version=nannon.Nannon.version,
+    solver_version=SOLVER_VERSION,
     values=sol.values,
     policy=sol.policy,
+    digest=_digest(sol.values, sol.policy),
     residual=sol.residual,
     tol=tol,
     iterations=sol.iterations,
@@ -547,31 +618,45 @@ def _state_builder(params: Tuple[Tuple[str, object], ...]):
 
 
 def policy_table_from_fn(
-  env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 15
+  env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 13
 ) -> np.ndarray:
   """The move table of a batched player, e.g. an agent's greedy policy.
 
+  All decision states are visited on device in one jitted loop (`lax.map`
+  over chunks of `batch_size`; the last chunk padded with copies of the last
+  state): the (position, roll) list goes to the device once and the table
+  comes back once, with no host round trip per chunk (12-5-6 has about 9M
+  decision states).
+
   Args:
     env: a nannon env (None: 6-3-6).
-    act: maps a batched `State` `[B]` (decision nodes) to int actions `[B]`.
-      It is called on chunks of `batch_size` (the last chunk padded).
+    act: maps a batched `State` `[B]` (decision nodes) to int actions `[B]`;
+      it must be traceable (it is called inside `jax.jit`).
+    batch_size: states per call of `act` (memory against loop overhead).
   Returns:
     int8 `[N, d]`, -1 where there is no decision.
   """
   if env is None:
     env = envs.make("nannon")
   n, k, d = _config(env)
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   pos, roll = decision_index(env)
+  size = len(pos)
+  batch = min(batch_size, size)
+  chunks = -(-size // batch)
+  pad = chunks * batch - size
+  p = np.pad(pos, (0, pad), mode="edge").reshape(chunks, batch)
+  r = np.pad(roll, (0, pad), mode="edge").reshape(chunks, batch)
+  build = _state_builder(tuple(sorted(env.params.items())))
+
+  @jax.jit
+  def run(p, r):
+    return jax.lax.map(lambda pr: act(build(*pr)).astype(jnp.int8), (p, r))
+
+  actions = np.asarray(jax.device_get(run(jnp.asarray(p), jnp.asarray(r)))).reshape(-1)[:size]
   table = np.full((nannon.num_positions(n, k), d), -1, np.int8)
-  for lo in range(0, len(pos), batch_size):
-    p = pos[lo : lo + batch_size]
-    r = roll[lo : lo + batch_size]
-    size = len(p)
-    pad = batch_size - size if len(pos) > batch_size else 0
-    states = position_states(
-      env, np.pad(p, (0, pad), mode="edge"), np.pad(r, (0, pad), mode="edge")
-    )
-    table[p, r - 1] = np.asarray(jax.device_get(act(states)))[:size]
+  table[pos, roll - 1] = actions
   return table
 
 
@@ -630,10 +715,12 @@ def _evaluate(succ, flip, lost, won, slot_a, slot_b, tol, random_b, max_iteratio
     return jnp.where(any_legal, avg, w_next[flip][:, None])
 
   def sweep(wa, wb):
-    # wa: P(A wins) with A to roll; wb: P(A wins) with B to roll.
+    # wa: P(A wins) with A to roll; wb: P(A wins) with B to roll. B's half
+    # reads A's new values (Gauss-Seidel between the halves): the same fixed
+    # point in about half the sweeps of updating both from the old values.
     qa = q_fixed(wb, slot_a)
-    qb = q_random(wa) if random_b else q_fixed(wa, slot_b)
     wa2 = jnp.where(lost, 0.0, jnp.where(won, 1.0, qa.mean(-1)))
+    qb = q_random(wa2) if random_b else q_fixed(wa2, slot_b)
     wb2 = jnp.where(lost, 1.0, jnp.where(won, 0.0, qb.mean(-1)))
     return wa2, wb2, qa, qb
 

@@ -299,13 +299,79 @@ def test_max_game_length_is_virtually_never_hit(env, sol):
 def test_cache_round_trip(env, sol, tmp_path, monkeypatch):
   monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
   first = ns.solve(env, cache=True, refresh=True)
-  assert [f.name for f in tmp_path.iterdir()] == ["nannon_6-3-6_v1.npz"]
+  name = f"nannon_6-3-6_env{nannon.Nannon.version}_solver{ns.SOLVER_VERSION}.npz"
+  assert [f.name for f in tmp_path.iterdir()] == [name]
   monkeypatch.setattr(ns, "_SOLVED", {})  # forget this process's solutions
   again = ns.solve(env, cache=True)
   assert again.from_cache and not first.from_cache
   assert again.iterations == first.iterations
   np.testing.assert_array_equal(again.values, first.values)
   np.testing.assert_array_equal(again.policy, sol.policy)
+
+
+def rewrite_cache(path, **changes):
+  with np.load(path) as z:
+    fields = {k: z[k] for k in z.files}
+  fields.update(changes)
+  np.savez(path, **fields)
+
+
+@pytest.mark.parametrize(
+  "damage, message",
+  [
+    ("truncate", "cannot read"),
+    ("garbage", "cannot read"),
+    ("flip_value", "checksum"),
+    ("solver_version", "solver_version"),
+    ("env_version", "env_version"),
+    ("config", "config"),
+    ("shape", "not int8"),
+    ("old_format", "lacks"),
+  ],
+)
+def test_corrupt_or_stale_cache_is_solved_again(env, sol, tmp_path, monkeypatch, damage, message):
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
+  ns.solve(env, cache=True, refresh=True)
+  (path,) = tmp_path.iterdir()
+  if damage == "truncate":
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+  elif damage == "garbage":
+    path.write_bytes(b"not a zip file at all")
+  elif damage == "flip_value":
+    with np.load(path) as z:
+      values = z["values"].copy()
+    values[17] += 1e-3
+    rewrite_cache(path, values=values)
+  elif damage in ("solver_version", "env_version"):
+    rewrite_cache(path, **{damage: 99})
+  elif damage == "config":
+    rewrite_cache(path, config=np.array([6, 3, 5]))
+  elif damage == "shape":
+    with np.load(path) as z:
+      rewrite_cache(path, policy=z["policy"][:, :5])
+  elif damage == "old_format":  # the file layout before versions and checksums
+    with np.load(path) as z:
+      np.savez(path, **{k: z[k] for k in ("values", "policy", "residual", "tol", "iterations")})
+  with pytest.raises(ns.CacheError, match=message):
+    ns._load(str(path), 6, 3, 6)
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  with pytest.warns(UserWarning, match=message):
+    again = ns.solve(env, cache=True)
+  assert not again.from_cache
+  np.testing.assert_array_equal(again.policy, sol.policy)
+  # The bad file was replaced by a good one.
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  assert ns.solve(env, cache=True).from_cache
+
+
+def test_cache_of_another_solver_version_is_not_read(env, tmp_path, monkeypatch):
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
+  ns.solve(env, cache=True, refresh=True)
+  monkeypatch.setattr(ns, "SOLVER_VERSION", ns.SOLVER_VERSION + 1)
+  monkeypatch.setattr(ns, "_SOLVED", {})
+  assert not ns.solve(env, cache=True).from_cache
+  assert len(list(tmp_path.iterdir())) == 2  # one file per solver version
 
 
 @pytest.mark.slow
@@ -332,3 +398,70 @@ def test_12_5_6_solution():
   turns = (env.max_game_length - 2) // 2
   assert tail_probability_pull(env, turns) < 1e-12
   assert tail_probability_pull(env, turns, sol.policy) < 1e-12
+
+
+def greedy_network(env, seed=0, hidden=(32,)):
+  """An untrained network's greedy policy: a cheap, deterministic player that
+  is neither optimal nor random (the policy that training scores)."""
+  from anakin_mz import act
+  from anakin_mz.networks import Network, NetworkConfig
+
+  net = Network(env, NetworkConfig(kind="mlp", hidden=hidden, latent_dim=16))
+  return act.greedy_network_policy(net, net.init(jax.random.PRNGKey(seed)))
+
+
+def check_exact_against_sampled(env, policy, games, seed):
+  """The evaluator's exact scores of `policy` (envs.bots: on-device table,
+  policy evaluation) against a match of `games` games against each opponent
+  (anakin_mz.eval.match, the agent in both seats): each exact win
+  probability lies in the sampled win rate's 99.9% Wilson interval."""
+  import envs.bots
+  from anakin_mz.eval import stats
+
+  (evaluator,) = envs.bots.evaluators("nannon")
+  exact = evaluator.score(env, {"greedy": policy}, jax.random.PRNGKey(0))
+  _, optimal = envs.bots.make_bot("optimal", env)
+  out = {}
+  for i, (name, opponent) in enumerate((("optimal", optimal), ("random", random_policy))):
+    rewards, truncated = play(env, policy, opponent, jax.random.PRNGKey(seed + i), games)
+    assert not truncated
+    wins = int(np.sum(rewards == 1.0))
+    lo, hi = stats.wilson_interval(wins, games, confidence=0.999)
+    p = exact[f"greedy_vs_{name}"]
+    assert lo <= p <= hi, (name, p, wins / games, lo, hi)
+    out[name] = (p, wins / games)
+  return out
+
+
+def test_exact_scoring_of_a_network_agrees_with_sampling(env):
+  # 6-3-6 (its tables are built for this module anyway), the code path of
+  # 12-5-6: the greedy network's move table on device, policy evaluation.
+  result = check_exact_against_sampled(env, greedy_network(env), games=1000, seed=11)
+  # The untrained network is a real opponent's victim, not a coin flip.
+  assert result["optimal"][0] < 0.45
+
+
+def test_policy_table_on_device_matches_the_policy_state_by_state(env):
+  # The table built in one on-device loop (last chunk padded) equals the
+  # policy applied to each decision state directly.
+  policy = greedy_network(env, seed=3)
+  import envs.bots.nannon as bots_nannon
+
+  table = bots_nannon.policy_table(env, policy, jax.random.PRNGKey(0))
+  states, pos, roll = ns.decision_states(env)
+  direct = np.asarray(jax.jit(policy)(states, jax.random.PRNGKey(0)))
+  np.testing.assert_array_equal(table[pos, roll - 1], direct)
+  t = ns.build_tables(6, 3, 6)
+  assert np.all(table[~t.decision] == -1)
+  for batch in (1000, len(pos) + 5):  # ragged chunks; one chunk
+    got = ns.policy_table_from_fn(env, lambda s: policy(s, jax.random.PRNGKey(0)), batch)
+    np.testing.assert_array_equal(got, table)
+  with pytest.raises(ValueError, match="batch_size"):
+    ns.policy_table_from_fn(env, lambda s: policy(s, None), 0)
+
+
+@pytest.mark.slow
+def test_12_5_6_exact_scoring_of_a_network_agrees_with_sampling():
+  # Solves 12-5-6 once (about 5 CPU-minutes; cached on disk afterwards).
+  env = envs.make("nannon", points=12, checkers=5)
+  check_exact_against_sampled(env, greedy_network(env, hidden=(64, 64)), games=2000, seed=5)

@@ -15,7 +15,7 @@ from envs.bots import Bot, Evaluator, register_bot, register_evaluator
 from envs.core import Env
 from envs.policy import Policy, per_game
 
-TABLE_BATCH = 1024  # decision states per policy call
+TABLE_BATCH = 4096  # decision states per policy call (one on-device loop over all)
 
 
 def policy_table(env: Env, policy: Policy, key: jax.Array) -> "nannon_solver.np.ndarray":

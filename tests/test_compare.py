@@ -1,0 +1,189 @@
+"""anakin_mz.compare: run specs, budgets, the agent override, the tables and
+figures from hand-made rows; end to end (slow): two tiny NDMZ runs on Nannon
+6-3-6 trained in chunks, scored exactly, resumed."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tiny
+
+from anakin_mz import compare
+from anakin_mz import config as config_lib
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+NANNON = os.path.join(ROOT, "configs", "nannon.yaml")
+
+TINY = list(tiny.TINY) + ["train.checkpoint_every=0"]  # compare saves after each chunk
+
+
+def test_parse_runs_labels_and_errors():
+  runs = compare.parse_runs("ndmz,ndmz:search.num_simulations=8", [0, 1])
+  assert [r.label for r in runs] == [
+    "ndmz_s0",
+    "ndmz_s1",
+    "ndmz_search.num-simulations-8_s0",
+    "ndmz_search.num-simulations-8_s1",
+  ]
+  assert runs[2].overrides == ("search.num_simulations=8",)
+  with pytest.raises(ValueError, match="same run twice"):
+    compare.parse_runs("ndmz,ndmz", [0])
+  with pytest.raises(ValueError, match="KEY=VALUE"):
+    compare.parse_runs("ndmz:search", [0])
+  with pytest.raises(ValueError, match="not a name"):
+    compare.parse_runs("nd-mz", [0])
+  with pytest.raises(ValueError, match="comma-separated"):
+    compare.parse_runs("ndmz,,tdlambda", [0])
+
+
+def test_budget_points_and_validation():
+  assert compare.Budget("env_steps", 1000, 300).points() == [300, 600, 900, 1000]
+  assert compare.Budget("minutes", 10, 5).points() == [5, 10]
+  with pytest.raises(ValueError, match="unit"):
+    compare.Budget("games", 10, 5)
+  with pytest.raises(ValueError, match="interval"):
+    compare.Budget("minutes", 10, 20)
+  with pytest.raises(ValueError, match="budget must be"):
+    compare.Budget("minutes", 0, 0)
+
+
+def test_run_config_sets_seed_schedule_and_agent(monkeypatch):
+  spec = compare.RunSpec("ndmz", 3, ("search.num_simulations=5",))
+  budget = compare.Budget("env_steps", 100_000, 10_000)
+  cfg = compare.run_config(NANNON, ["train.batch_size=128"], spec, budget)
+  assert cfg.seed == 3 and cfg.search.num_simulations == 5
+  assert cfg.train.eval_every == 0  # compare scores, not the training loop
+  # 64 lanes x 16 steps per chunk, 4 * 1024 / 128 = 32 updates: 32 env
+  # steps per update, so the budget takes 3125 updates.
+  assert compare.env_steps_per_update(cfg) == 32.0
+  assert cfg.train.total_updates == 3125
+  minutes = compare.run_config(NANNON, [], spec, compare.Budget("minutes", 5, 1))
+  assert minutes.train.total_updates == config_lib.load(NANNON).train.total_updates
+  # Today's config has no `agent` key: only ndmz is valid, and it says so.
+  if not compare._knows_agent_key():
+    with pytest.raises(ValueError, match="only valid agent is 'ndmz'"):
+      compare.run_config(NANNON, [], compare.RunSpec("alphazero", 0), budget)
+  # Where the config has the key, the agent goes in as an override.
+  seen = []
+  real_load = config_lib.load
+  monkeypatch.setattr(compare, "_knows_agent_key", lambda: True)
+  monkeypatch.setattr(
+    compare.config_lib,
+    "load",
+    lambda path, over=(): (
+      seen.append(list(over)) or real_load(path, [o for o in over if "agent=" not in o])
+    ),
+  )
+  compare.run_config(NANNON, [], compare.RunSpec("tdlambda", 0), budget)
+  assert "agent=tdlambda" in seen[0]
+
+
+def rows_for(label, agent, seed, points):
+  """Hand-made rows: (update_step, env_steps, train_s, vs_optimal)."""
+  return [
+    {
+      "label": label,
+      "agent": agent,
+      "seed": seed,
+      "update_step": u,
+      "env_steps": e,
+      "train_s": t,
+      "exact/greedy_vs_optimal": v,
+      "exact/greedy_vs_random": 0.5 + v / 2,
+      "eval/vs_random_win_rate": 0.6,
+      "dynamics/top_move_k0": v,
+      "dynamics/top_move_k2": v / 2,
+      "dynamics/uniform_k0": v,
+    }
+    for u, e, t, v in points
+  ]
+
+
+def test_markdown_tables_interpolate_at_equal_budget(tmp_path):
+  rows = {
+    "ndmz_s0": rows_for("ndmz_s0", "ndmz", 0, [(0, 0, 0, 0.2), (10, 1000, 60, 0.4)]),
+    "alphazero_s0": rows_for(
+      "alphazero_s0", "alphazero", 0, [(0, 0, 0, 0.3), (5, 500, 120, 0.4), (10, 2000, 240, 0.5)]
+    ),
+  }
+  text = compare.markdown(rows, compare.Budget("env_steps", 2000, 1000), "t")
+  lines = text.splitlines()
+  assert "| ndmz_s0 | ndmz | 0 | 10 | 1000 | 1.0 | 0.4000 | 0.7000 | 0.6000 |" in lines
+  # Equal env steps: a grid up to 1000 (the shorter run); at 400 ndmz is
+  # 0.2 + 0.4 * 0.2 = 0.28 and alphazero 0.3 + 0.8 * 0.1 = 0.38.
+  i = lines.index("greedy_vs_optimal at equal env steps:")
+  assert "| 400 | 0.2800 | 0.3800 |" in lines[i : i + 12]
+  assert "| 1000 | 0.4000 | 0.4333 |" in lines[i : i + 12]
+  # Equal wall-clock: up to 1 minute; at 0.6 min ndmz 0.32, alphazero 0.33.
+  i = lines.index("greedy_vs_optimal at equal train minutes:")
+  assert "| 0.6 | 0.3200 | 0.3300 |" in lines[i : i + 12]
+  assert "| ndmz_s0 | 0.400 | 0.200 | 0.400 |" in lines  # dynamics at the end
+  paths = compare.write_report(str(tmp_path), rows, compare.Budget("env_steps", 2000, 1000))
+  names = sorted(os.path.basename(p) for p in paths)
+  assert names == ["compare.md", "figure2.png", "figure3_alphazero_s0.png", "figure3_ndmz_s0.png"]
+  for p in paths:
+    assert os.path.getsize(p) > 0
+
+
+def test_read_rows_drops_an_unfinished_line(tmp_path):
+  rows = rows_for("a", "ndmz", 0, [(0, 0, 0, 0.2), (1, 10, 1, 0.3)])
+  with open(tmp_path / compare.ROWS_FILE, "w") as f:
+    f.write(json.dumps(rows[0]) + "\n" + json.dumps(rows[1])[:20])
+  assert compare.read_rows(str(tmp_path)) == rows[:1]
+
+
+@pytest.mark.slow
+def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
+  from anakin_mz import act
+  from anakin_mz import agent as agent_lib
+  from anakin_mz import plots
+  from envs import nannon_solver as ns
+  import envs.bots.nannon as bots_nannon
+  import jax
+
+  out = str(tmp_path / "cmp")
+  # One run, one point past the start: scoring compiles a search match, the
+  # exact table and the dynamics tests each time (minutes on a loaded CPU).
+  runs = compare.parse_runs("ndmz", [0])
+  budget = compare.Budget("env_steps", 128, 128)
+  rows = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
+  for spec in runs:
+    rs = rows[spec.label]
+    run_dir = os.path.join(out, spec.label)
+    assert rs == compare.read_rows(run_dir)
+    env_steps = [r["env_steps"] for r in rs]
+    assert env_steps[0] == 0 and env_steps == sorted(env_steps) and env_steps[-1] >= 128
+    assert rs[-1]["update_step"] > 0 and rs[-1]["train_s"] > 0
+    # An ordinary run directory: TensorBoard holds the same scores.
+    scalars = plots.load_scalars(run_dir)
+    steps, values = scalars["exact/greedy_vs_optimal"]
+    assert list(steps) == [r["update_step"] for r in rs]
+    np.testing.assert_allclose(values, [r["exact/greedy_vs_optimal"] for r in rs], rtol=1e-6)
+    # The score is the exact score of the saved network's greedy policy.
+    agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"), rs[-1]["update_step"])
+    policy = act.greedy_network_policy(agent.network, agent.params)
+    table = bots_nannon.policy_table(agent.env, policy, jax.random.PRNGKey(0))
+    for opp in ("optimal", "random"):
+      want = ns.exact_win_probability(table, opp, agent.env).win_probability
+      assert rs[-1][f"exact/greedy_vs_{opp}"] == pytest.approx(want, abs=1e-12)
+    assert 0.0 <= rs[-1]["dynamics/top_move_k0"] <= 1.0
+  assert os.path.exists(os.path.join(out, "figure2.png"))
+  assert "| ndmz_s0 | ndmz | 0 |" in open(os.path.join(out, "compare.md")).read()
+
+  # Resume: nothing left to do, nothing changes.
+  again = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
+  assert again == rows
+  # A process killed after training a chunk but before writing its row:
+  # the row comes back with the same step and the same scores.
+  label = runs[0].label
+  path = os.path.join(out, label, compare.ROWS_FILE)
+  lines = open(path).read().splitlines(keepends=True)
+  with open(path, "w") as f:
+    f.writelines(lines[:-1])
+  healed = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
+  for key in ("update_step", "env_steps", "exact/greedy_vs_optimal", "exact/greedy_vs_random"):
+    assert healed[label][-1][key] == rows[label][-1][key]
+  # Other settings in the same directory: a clear error.
+  with pytest.raises(ValueError, match="other settings"):
+    compare.compare(NANNON, TINY, runs, compare.Budget("env_steps", 512, 128), out, eval_games=8)
