@@ -2,19 +2,16 @@
 and, where a multi-process environment is present, `jax.distributed`.
 
 CPU. JAX's default is one device whose XLA thread pool spans every core.
-For the small networks and batched games of this project that pool gains
-little from a second core. A first measurement on a 2-core machine (Nannon's
-default config, one Anakin step, median of 8, taken while other jobs loaded
-the machine, so only indicative): one device on both cores made 0.9x the
-updates/s of one device pinned to one core; one JAX device *per core* made
-2.0x (with the earlier `pmap` step, whose `num_envs` and `batch_size` were
-per device: each step did twice the work; the sharded step with global sizes
-is measured in README.md's device-scaling table); single-threaded devices
-(`--xla_cpu_multi_thread_eigen=false`) 0.96x, as XLA then serialises the
-devices' work. So on CPU `train.py` makes one
-device per usable core (`--devices auto`, the cores `taskset` or the cgroup
-allow), and the Anakin step is sharded over them (`anakin.py`).
-`scripts/benchmark_devices.py` measures this again on a given machine.
+Measured on this 2-core machine with a quiet host (Nannon's default config,
+`Learner.jit_step`, `python scripts/benchmark_devices.py --env nannon
+--devices 1 2 --repeats 5 --rounds 1`, 2026-11-23): one device on both cores
+made 1.19x the updates/s of one device pinned to one core; two forced host
+devices with the sharded step made 0.61x, because the global-batch step
+gathers each update's sampled batch across the devices. (The earlier `pmap`
+step, with per-device sizes and replay, measured 2.0x under load, but each
+of its steps did twice the work.) So on CPU `--devices auto` is one device,
+and `--devices N` forces N host devices (for tests, or for hosts where they
+pay off: `scripts/benchmark_devices.py` measures it).
 
 `num_envs` and `batch_size` are global: N devices split the same lanes and
 the same batch N ways, and the run is the same as on one device (to float
@@ -63,13 +60,14 @@ def usable_cores() -> int:
 
 
 def parse_devices(text: Union[str, int]) -> int:
-  """`"auto"` -> the usable cores; a positive integer -> itself.
+  """`"auto"` -> 1 (one CPU device on every usable core, the fastest
+  measured; see the module doc); a positive integer -> itself.
 
   Raises:
     ValueError: anything else.
   """
   if text == "auto":
-    return usable_cores()
+    return 1
   try:
     n = int(text)
   except (TypeError, ValueError):
@@ -143,9 +141,7 @@ def configure(devices: Union[str, int] = "auto") -> str:
   local = jax.local_devices()
   kind = local[0].platform
   if kind == "cpu":
-    line = (
-      f"{len(local)} CPU device(s), one per core of {usable_cores()} usable (--devices to change)"
-    )
+    line = f"{len(local)} CPU device(s) on {usable_cores()} usable core(s) (--devices N to change)"
   else:
     line = f"{len(local)} {kind.upper()} device(s): {local[0].device_kind}"
   if process is not None:

@@ -10,8 +10,8 @@ The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
 arguments override it, before or after the options. Numbers may be written
 3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
 
-On CPU the run uses one JAX device per usable core (`--devices auto`; see
-anakin_mz/host.py for the measurement), `--devices N` for N. The Anakin step
+On CPU the run uses one JAX device on all usable cores (`--devices auto`, the
+fastest measured; see anakin_mz/host.py), `--devices N` forces N host devices. The Anakin step
 is sharded over all devices; `train.num_envs` and `train.batch_size` are
 global and must divide by their number. `--resume` works on any device
 count. A multi-host run (TPU slice, SLURM, Open MPI, or
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--devices",
     default="auto",
-    help="CPU devices: 'auto' (one per usable core, the fastest measured) or N",
+    help="CPU devices: 'auto' (one device on every usable core, the fastest measured) or N",
   )
   args = parser.parse_intermixed_args(argv)
   try:  # before anything starts JAX
