@@ -6,37 +6,18 @@ import os
 import jax
 import numpy as np
 import pytest
+import tiny as tiny_lib
 
 import envs
 from anakin_mz import checkpoint as ckpt
-from anakin_mz import config as config_lib
 from anakin_mz import run
 from anakin_mz.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
-TINY = [
-  "network.hidden=[16,16]",
-  "network.latent_dim=8",
-  "network.kind=mlp",
-  "search.num_simulations=3",
-  "train.num_envs=4",
-  "train.rollout_length=4",
-  "train.replay_capacity=40",
-  "train.min_replay=4",
-  "train.batch_size=8",
-  "train.unroll_steps=2",
-  "train.replay_ratio=2.0",
-  "train.eval_every=0",
-  "train.checkpoint_every=0",
-  "train.log_every=1",
-  "train.eval_games=4",
-  "train.total_updates=4",
-]
-
 
 def tiny_config(name, extra=()):
-  return config_lib.load(os.path.join(ROOT, "configs", f"{name}.yaml"), TINY + list(extra))
+  return tiny_lib.tiny_config(name, "train.checkpoint_every=0", "train.total_updates=4", *extra)
 
 
 def _assert_trees_equal(a, b):
@@ -44,7 +25,18 @@ def _assert_trees_equal(a, b):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-@pytest.mark.parametrize("name", envs.registered(adapted=False))
+# Carchess and EinStein compile the longest (about 2 min each on 2 CPU
+# cores); their steps also run in test_evaluate's tiny end-to-end runs.
+_SLOW_STEP = ("carchess", "einstein")
+
+
+@pytest.mark.parametrize(
+  "name",
+  [
+    pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_STEP else n
+    for n in envs.registered(adapted=False)
+  ],
+)
 def test_anakin_steps_run_on_every_game(name):
   learner = Learner(tiny_config(name))
   state = learner.init(jax.random.PRNGKey(0))

@@ -222,6 +222,7 @@ def test_a_buffer_without_legal_masks_is_refused():
     reanalyse.refresh(params, bare, _sample(bare, key, env), key, network=net, env=env, config=cfg)
 
 
+@pytest.mark.slow  # about 2 min of compilation; the exact tests above run in CI
 def test_the_anakin_step_trains_with_reanalyse():
   cfg = _config(fraction=0.5, extra=[])
   learner = Learner(cfg)

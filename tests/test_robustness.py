@@ -12,6 +12,7 @@ import time
 import jax
 import numpy as np
 import pytest
+import tiny as tiny_lib
 
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
@@ -22,30 +23,14 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 # One Anakin step makes round(2.0 * 4 * 4 / 8) = 4 updates.
-TINY = [
-  "network.hidden=[16,16]",
-  "network.latent_dim=8",
-  "network.kind=mlp",
-  "search.num_simulations=3",
-  "train.num_envs=4",
-  "train.rollout_length=4",
-  "train.replay_capacity=40",
-  "train.min_replay=4",
-  "train.batch_size=8",
-  "train.unroll_steps=2",
-  "train.replay_ratio=2.0",
-  "train.eval_every=0",
-  "train.log_every=1",
-  "train.eval_games=4",
-  # A fixed temperature span keeps total_updates out of the compiled step, so
-  # every test here shares one compilation (the XLA cache).
-  "train.temperature_decay_updates=100",
-]
+# A fixed temperature span keeps total_updates out of the compiled step, so
+# every test here shares one compilation (the XLA cache).
+TINY = list(tiny_lib.TINY) + ["train.temperature_decay_updates=100"]
 UPDATES_PER_STEP = 4
 
 
 def tiny(*extra):
-  return config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY + list(extra))
+  return config_lib.load(tiny_lib.config_path("catch"), TINY + list(extra))
 
 
 def _params(directory, step=None):
