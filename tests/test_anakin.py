@@ -26,7 +26,8 @@ def _assert_trees_equal(a, b):
 
 
 # Carchess and EinStein compile the longest (about 2 min each on 2 CPU
-# cores); their steps also run in test_evaluate's tiny end-to-end runs.
+# cores) and run under `-m slow`; the step is game-agnostic, and Catch,
+# Nannon (chance, two players) and Breakthrough exercise it in CI.
 _SLOW_STEP = ("carchess", "einstein")
 
 
