@@ -25,7 +25,6 @@ from typing import Dict, Tuple
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -35,17 +34,9 @@ from anakin_mz import reanalyse as reanalyse_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz.config import Config
 from anakin_mz.loss import ndmz_loss
+from anakin_mz.mesh import AXIS, OnMesh, make_mesh
 from anakin_mz.networks import Network
 from anakin_mz.selfplay import ActorState, init_actors, rollout
-
-AXIS = "data"
-
-
-def make_mesh(devices=None) -> Mesh:
-  """A one-axis ("data") mesh over `devices` (default: every device of every
-  process, `jax.devices()`)."""
-  devices = jax.devices() if devices is None else list(devices)
-  return Mesh(np.asarray(devices), (AXIS,))
 
 
 @chex.dataclass(frozen=True)
@@ -71,7 +62,7 @@ class TrainState:
   env_steps: chex.Array
 
 
-class Learner:
+class Learner(OnMesh):
   """Builds the training state and the jitted Anakin step for one config,
   on `mesh` (default: `make_mesh()`, every device).
 
@@ -135,16 +126,6 @@ class Learner:
       buffer=buffer.replace(write=lanes, count=lanes, added=lanes),
     )
 
-  def abstract_state(self) -> TrainState:
-    """Shapes, dtypes and shardings of this learner's state, for restoring a
-    checkpoint onto this mesh."""
-    shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-    return jax.tree.map(
-      lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-      shapes,
-      self.shardings(shapes),
-    )
-
   def init_run(self, seed: int) -> TrainState:
     """The run loop's fresh state for `seed`: `init(PRNGKey(seed))` with the
     lanes and the run key drawn from `PRNGKey(seed + 1)` (the streams of
@@ -153,17 +134,6 @@ class Learner:
     k_actor, k_run = jax.random.split(jax.random.split(jax.random.PRNGKey(seed + 1), 1)[0])
     actor = init_actors(self.env, k_actor, self.config.train.num_envs)
     return base.replace(actor=actor, key=k_run)
-
-  def init_sharded(self, seed: int) -> TrainState:
-    """`init_run(seed)` laid out on the mesh: every device builds its own
-    lanes (the same values on any number of devices)."""
-    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
-    return jax.jit(self.init_run, static_argnums=0, out_shardings=shardings)(seed)
-
-  def shard(self, state) -> TrainState:
-    """`state` (host or device arrays of the global state) laid out on the
-    mesh."""
-    return jax.device_put(state, self.shardings(state))
 
   # ---------------------------------------------------------------- step
   def temperature(self, update_step: chex.Array) -> chex.Array:
@@ -298,12 +268,3 @@ class Learner:
       env_steps=state.env_steps + stats.transitions,
     )
     return new_state, metrics
-
-  @functools.cached_property
-  def jit_step(self):
-    """`step` jitted on the mesh: takes and returns the state with
-    `shardings` (a state on one device, or on host, is moved there first);
-    the metrics come back replicated."""
-    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
-    rep = NamedSharding(self.mesh, P())
-    return jax.jit(self.step, in_shardings=(shardings,), out_shardings=(shardings, rep))

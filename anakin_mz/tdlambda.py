@@ -49,6 +49,7 @@ from jax.sharding import PartitionSpec as P
 
 import envs
 from anakin_mz import lookahead
+from anakin_mz.mesh import OnMesh, make_mesh
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchOutput
 from anakin_mz.types import Params
@@ -292,15 +293,13 @@ def _where(mask, x, y):
   return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)
 
 
-class TDLambdaLearner:
+class TDLambdaLearner(OnMesh):
   """TD(lambda) self-play with `anakin.Learner`'s interface."""
 
   def __init__(self, config, mesh: Optional[Mesh] = None):
     self.config = config
     # TD(lambda) makes one small Adam step an iteration: every device runs
     # the whole (replicated) program, so any mesh gives the same run.
-    from anakin_mz.anakin import make_mesh  # anakin imports act, which imports this module
-
     self.mesh = make_mesh() if mesh is None else mesh
     self.num_devices = int(self.mesh.size)
     self.env: envs.Env = config.make_env()
@@ -347,23 +346,6 @@ class TDLambdaLearner:
     """Every leaf replicated on the mesh."""
     rep = NamedSharding(self.mesh, P())
     return jax.tree.map(lambda _: rep, state)
-
-  def abstract_state(self) -> TDTrainState:
-    """Shapes, dtypes and shardings of the state, for restoring a checkpoint."""
-    shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-    return jax.tree.map(
-      lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-      shapes,
-      self.shardings(shapes),
-    )
-
-  def init_sharded(self, seed: int) -> TDTrainState:
-    """`init_run(seed)` on the mesh."""
-    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
-    return jax.jit(self.init_run, static_argnums=0, out_shardings=shardings)(seed)
-
-  def shard(self, state) -> TDTrainState:
-    return jax.device_put(state, self.shardings(state))
 
   # ------------------------------------------------------------------ step
   def _transition(self, actor: TDActor, moved, action) -> Tuple[TDActor, chex.Array]:
@@ -502,10 +484,3 @@ class TDLambdaLearner:
       env_steps=state.env_steps + local_transitions,
     )
     return new_state, metrics
-
-  @functools.cached_property
-  def jit_step(self):
-    """`step` jitted on the mesh (state and metrics replicated)."""
-    shardings = self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
-    rep = NamedSharding(self.mesh, P())
-    return jax.jit(self.step, in_shardings=(shardings,), out_shardings=(shardings, rep))
