@@ -33,6 +33,7 @@ import envs
 from anakin_mz import reanalyse as reanalyse_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz.config import Config
+from anakin_mz.guard import finite_check
 from anakin_mz.loss import ndmz_loss
 from anakin_mz.mesh import AXIS, OnMesh, make_mesh
 from anakin_mz.networks import Network
@@ -172,26 +173,6 @@ class Learner(OnMesh):
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return (params, opt_state), metrics
 
-  @staticmethod
-  def _finite_check(
-    metrics: Dict[str, chex.Array], params
-  ) -> Tuple[Dict[str, chex.Array], chex.Array]:
-    """The NaN/inf guard, on device and cheap. `metrics` hold the `[U]`
-    values of one chunk's U updates (loss terms, `loss`, `grad_norm`).
-
-    Returns a dict of bool `[]` flags, one per metric name plus `params`
-    (some value was non-finite), and int32 `[]`, the index of the first
-    update with a non-finite metric (-1 if none).
-    """
-    bad = {name: ~jnp.isfinite(v) for name, v in metrics.items()}  # [U] each
-    flags = {name: jnp.any(b) for name, b in bad.items()}
-    flags["params"] = ~jnp.all(
-      jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])
-    )
-    per_update = jnp.any(jnp.stack(list(bad.values())), axis=0)  # [U]
-    first = jnp.where(jnp.any(per_update), jnp.argmax(per_update), -1)
-    return flags, first.astype(jnp.int32)
-
   def step(self, state: TrainState) -> Tuple[TrainState, Dict[str, chex.Array]]:
     """One Anakin step of the global state (call it through `jit_step`).
 
@@ -236,7 +217,7 @@ class Learner(OnMesh):
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)
     )
-    nonfinite, first_bad = self._finite_check(metrics, params)
+    nonfinite, first_bad = finite_check(metrics, params)
     metrics = jax.tree.map(jnp.mean, metrics)
     # A chunk with any non-finite value is not applied: params and optimizer
     # state keep their last finite values, and `nonfinite` reports it.

@@ -36,7 +36,6 @@ move per lane) and makes one update per iteration.
 
 from __future__ import annotations
 
-import functools
 from typing import Dict, Optional, Sequence, Tuple
 
 import chex
@@ -49,6 +48,7 @@ from jax.sharding import PartitionSpec as P
 
 import envs
 from anakin_mz import lookahead
+from anakin_mz.guard import finite_check
 from anakin_mz.mesh import OnMesh, make_mesh
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchOutput
@@ -177,7 +177,6 @@ def td_learn(
   model: ValueModel,
   optimizer: optax.GradientTransformation,
   payoff: str,
-  axis_name=None,
 ) -> Tuple[Params, optax.OptState, Dict[str, chex.Array]]:
   """The update at S_{t+1}: lanes whose `player` `[B]` is a decision node or
   `envs.TERMINAL` and that have an S_t get delta_t; one optimizer step along
@@ -195,9 +194,6 @@ def td_learn(
   delta = jnp.where(valid, lanes.reward + lanes.discount * u_now - u_prev, 0.0)
   count = jnp.sum(valid).astype(jnp.float32)
   direction = jax.tree.map(lambda e: jnp.tensordot(delta, e, axes=1), lanes.trace)
-  if axis_name is not None:
-    direction = jax.lax.psum(direction, axis_name)
-    count = jax.lax.psum(count, axis_name)
   grads = jax.tree.map(lambda d: -d / jnp.maximum(count, 1.0), direction)
   updates, new_opt = optimizer.update(grads, opt_state, params)
   new_params = optax.apply_updates(params, updates)
@@ -360,7 +356,7 @@ class TDLambdaLearner(OnMesh):
     )
     return actor, jnp.sum(moved).astype(jnp.int32)
 
-  def _iteration(self, carry, key, *, axis_name):
+  def _iteration(self, carry, key):
     params, opt_state, actor = carry
     env = self.env
     payoff = env.payoff
@@ -381,7 +377,6 @@ class TDLambdaLearner(OnMesh):
       model=self.network,
       optimizer=self.optimizer,
       payoff=payoff,
-      axis_name=axis_name,
     )
     # Finished games restart (their last delta is applied above).
     ended = s.current_player == envs.TERMINAL
@@ -426,24 +421,18 @@ class TDLambdaLearner(OnMesh):
     )
     return (params, opt_state, actor), metrics
 
-  def step(self, state: TDTrainState, axis_name=None):
-    """One chunk on one device: `rollout_length` iterations of self-play,
+  def step(self, state: TDTrainState):
+    """One chunk of the (replicated) state: `rollout_length` iterations of self-play,
     one TD(lambda) update each. Metrics as `anakin.Learner.step` (the NaN
     guard included: a chunk with a non-finite value is not applied)."""
     key, k_iter = jax.random.split(state.key)
     (params, opt_state, actor), per_iter = jax.lax.scan(
-      functools.partial(self._iteration, axis_name=axis_name),
+      self._iteration,
       (state.params, state.opt_state, state.actor),
       jax.random.split(k_iter, self.iterations),
     )
     checked = {"td_error": per_iter["td_error"], "grad_norm": per_iter["direction_norm"]}
-    bad = {name: ~jnp.isfinite(v) for name, v in checked.items()}
-    nonfinite = {name: jnp.any(b) for name, b in bad.items()}
-    nonfinite["params"] = ~jnp.all(
-      jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])
-    )
-    per_update = jnp.any(jnp.stack(list(bad.values())), axis=0)
-    first_bad = jnp.where(jnp.any(per_update), jnp.argmax(per_update), -1).astype(jnp.int32)
+    nonfinite, first_bad = finite_check(checked, params)
     ok = ~jnp.any(jnp.stack(list(nonfinite.values())))
     keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ok, n, o), new, old)
     params = keep(params, state.params)
@@ -461,8 +450,6 @@ class TDLambdaLearner(OnMesh):
     }
     local_transitions = totals["transitions"]
     done_updates = jnp.where(ok, totals["updates_applied"], 0)
-    if axis_name is not None:
-      totals = jax.lax.psum(totals, axis_name)
     metrics = dict(
       totals,
       td_error=jnp.mean(per_iter["td_error"]),
