@@ -44,7 +44,11 @@ def main(argv=None) -> int:
     parser.error(str(e))
   if any(s < 0 for s in args.seeds):
     parser.error("--seeds must be >= 0")
-  from anakin_mz import strength
+  if args.out:
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+      parser.error(f"cannot write --out {args.out!r}: {parent!r} is not a writable directory")
+  from anakin_mz import run, strength
 
   try:
     bars = strength.select(
@@ -62,6 +66,9 @@ def main(argv=None) -> int:
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
+  except run.NonFiniteError as e:  # as train.py: the run kept its last good checkpoint
+    print(f"error: {e}", file=sys.stderr)
+    return 3
   table = strength.markdown(rows)
   print(table)
   if args.out:
