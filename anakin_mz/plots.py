@@ -60,12 +60,21 @@ def _label(run: str, runs: List[str]) -> str:
   return os.path.relpath(run, common) if run != common else os.path.basename(run)
 
 
-def _env_steps(scalars: Dict[str, Series], steps: np.ndarray) -> Optional[np.ndarray]:
-  """Env steps at update `steps`, interpolated from train/env_steps."""
-  if "train/env_steps" not in scalars:
+# x axes other than the update step: (tag it is interpolated from, factor, label).
+X_AXES = {
+  "env_steps": ("train/env_steps", 1.0, "env steps"),
+  "wall": ("train/wall_s", 1 / 60, "wall-clock (minutes, compilation included)"),
+}
+
+
+def _x_values(scalars: Dict[str, Series], steps: np.ndarray, axis: str) -> Optional[np.ndarray]:
+  """The `axis` (a key of X_AXES) at update `steps`, interpolated from its
+  tag; None where the run did not log it."""
+  tag, factor, _ = X_AXES[axis]
+  if tag not in scalars:
     return None
-  s, v = scalars["train/env_steps"]
-  return np.interp(steps, s, v)
+  s, v = scalars[tag]
+  return np.interp(steps, s, v) * factor
 
 
 def _grid(n: int):
@@ -109,9 +118,7 @@ DYNAMICS_TITLES = {
 }
 
 
-def _overlay(
-  all_scalars, runs, pattern, path, xlabel, written, use_env_steps=False, logy=False
-) -> bool:
+def _overlay(all_scalars, runs, pattern, path, xlabel, written, x_axis=None, logy=False) -> bool:
   tags = sorted({t for s in all_scalars for t in s if pattern.match(t)})
   if not tags:
     return False
@@ -123,10 +130,10 @@ def _overlay(
       x, y = scalars[tag]
       label = _label(run, runs)
       xlab = xlabel
-      if use_env_steps:
-        env_steps = _env_steps(scalars, x)
-        if env_steps is not None:
-          x, xlab = env_steps, "env steps"
+      if x_axis is not None:
+        values = _x_values(scalars, x, x_axis)
+        if values is not None:
+          x, xlab = values, X_AXES[x_axis][2]
       ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
       ax.set_xlabel(xlab)
     ax.set_title(tag, fontsize=9)
@@ -193,7 +200,16 @@ def make_plots(paths: List[str], out: Optional[str] = None) -> List[str]:
     os.path.join(out, "learning.png"),
     "training step (updates)",
     written,
-    use_env_steps=True,
+    x_axis="env_steps",
+  )
+  _overlay(
+    all_scalars,
+    runs,
+    EVAL_PATTERN,
+    os.path.join(out, "learning_wallclock.png"),
+    "training step (updates)",
+    written,
+    x_axis="wall",
   )
   _overlay(
     all_scalars,

@@ -257,6 +257,7 @@ def test_plot(tmp_path):
       {
         "train/loss": 1.0 / (step + 1),
         "train/env_steps": 64.0 * step,
+        "train/wall_s": 3.0 * step,
         "eval/vs_random_score_mean": step / 100,
         "dynamics/top_move_k0": 0.5,
         "dynamics/top_move_k1": 0.4,
@@ -266,8 +267,13 @@ def test_plot(tmp_path):
   w.close()
   out = str(tmp_path / "plots")
   assert plots.make_plots([str(tmp_path / "run")], out)
-  for name in ("learning.png", "losses.png", "dynamics_run.png"):
+  for name in ("learning.png", "learning_wallclock.png", "losses.png", "dynamics_run.png"):
     assert os.path.getsize(os.path.join(out, name)) > 1000
+  # the x axes: env steps and minutes, interpolated at the logged updates
+  scalars = plots.load_scalars(str(tmp_path / "run"))
+  np.testing.assert_allclose(plots._x_values(scalars, np.array([10, 15]), "env_steps"), [640, 960])
+  np.testing.assert_allclose(plots._x_values(scalars, np.array([20]), "wall"), [1.0])
+  assert plots._x_values({}, np.array([20]), "wall") is None
   with pytest.raises(ValueError, match="does not exist"):
     plots.make_plots([str(tmp_path / "nothing")])
 
