@@ -183,8 +183,69 @@ def plot_dynamics(scalars: Dict[str, Series], path: str, title: str, written: Li
   return True
 
 
+def value_at(
+  scalars: Dict[str, Series], tag: str, axis: str, x: float, window: float = 0.1
+) -> Optional[float]:
+  """Mean of `tag` over its logged points whose `axis` (a key of X_AXES)
+  lies in [(1 - window) x, x]: a noisy curve (the self-play return of the
+  episodes of one log interval) read at `x`, smoothed over the last
+  `window` of the way there. None where the run lacks the tag or the axis,
+  ends before `x`, or logged no point in the window."""
+  if tag not in scalars:
+    return None
+  steps, values = scalars[tag]
+  xs = _x_values(scalars, steps, axis)
+  if xs is None or not len(xs) or xs.max() < x * (1 - 1e-6):
+    return None
+  keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & np.isfinite(values)
+  return float(np.mean(values[keep])) if keep.any() else None
+
+
+def learning_table(runs: List[str], all_scalars, window: float = 0.1) -> str:
+  """A Markdown table: each run's score tags (EVAL_PATTERN) at the common
+  env-step horizon and the common wall-clock horizon (the smallest final
+  value over the runs, so every run is read at the same budget), each the
+  mean over the last `window` of the way (`value_at`); '' if none."""
+  tags = sorted({t for s in all_scalars for t in s if EVAL_PATTERN.match(t)})
+  ends = {}
+  for axis in X_AXES:
+    finals = []
+    for scalars in all_scalars:
+      present = [t for t in tags if t in scalars]
+      xs = [_x_values(scalars, scalars[t][0], axis) for t in present]
+      xs = [x.max() for x in xs if x is not None and len(x)]
+      if xs:
+        finals.append(max(xs))
+    if finals and len(finals) == len(all_scalars):
+      ends[axis] = min(finals)
+  if not tags or not ends:
+    return ""
+  head = ["run"]
+  cols = []
+  for tag in tags:
+    for axis, x in ends.items():
+      at = f"{x:,.0f} env steps" if axis == "env_steps" else f"{x:.1f} min"
+      head.append(f"{tag} at {at}")
+      cols.append((tag, axis, x))
+  lines = [
+    f"Each figure: the mean of the logged points over the last {window:.0%} of the way to the "
+    "budget (the smallest final budget over the runs, so all are read at the same point).",
+    "",
+    "| " + " | ".join(head) + " |",
+    "|" + " --- |" * len(head),
+  ]
+  for run, scalars in zip(runs, all_scalars):
+    cells = [_label(run, runs)]
+    for tag, axis, x in cols:
+      v = value_at(scalars, tag, axis, x, window)
+      cells.append("-" if v is None else f"{v:.3f}")
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
 def make_plots(paths: List[str], out: Optional[str] = None) -> List[str]:
-  """Writes every figure it has data for; returns the PNG paths."""
+  """Writes every figure it has data for, and learning.md (`learning_table`);
+  returns their paths."""
   runs = find_runs(paths)
   out = out or os.path.join(paths[0], "plots")
   try:
@@ -228,6 +289,12 @@ def make_plots(paths: List[str], out: Optional[str] = None) -> List[str]:
     "training step (updates)",
     written,
   )
+  table = learning_table(runs, all_scalars)
+  if table:
+    path = os.path.join(out, "learning.md")
+    with open(path, "w") as f:
+      f.write(table)
+    written.append(path)
   for run, scalars in zip(runs, all_scalars):
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", _label(run, runs)) or "run"
     plot_dynamics(

@@ -10,7 +10,8 @@ Figures written to --out (default <first run>/plots):
 * learning.png: evaluation scores (eval/*_score_mean, eval/*_win_rate,
   Nannon's exact/* win probabilities, the self-play return) against env
   steps, one line per run; learning_wallclock.png: the same against
-  training wall-clock (minutes, from train/wall_s);
+  training wall-clock (minutes, from train/wall_s); learning.md: a table of
+  those scores at the same env-step and wall-clock budget for every run;
 * losses.png: every loss term (train/{total,reward,value,policy,chance,
   identity,l2}, identity accuracy, gradient norm) against update step;
 * throughput.png: env steps/s, search simulations/s, updates/s;

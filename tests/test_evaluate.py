@@ -278,6 +278,33 @@ def test_plot(tmp_path):
     plots.make_plots([str(tmp_path / "nothing")])
 
 
+def test_learning_table_reads_every_run_at_the_same_budget():
+  from anakin_mz import plots
+
+  def run(n, steps_per_update, seconds_per_update):
+    u = np.arange(0, n + 1, 10)
+    return {
+      "selfplay/return_p0": (u, u / 10.0),  # 0, 1, 2, ...: one per log point
+      "train/env_steps": (u, steps_per_update * u.astype(float)),
+      "train/wall_s": (u, seconds_per_update * u.astype(float)),
+    }
+
+  a = run(100, 100, 6.0)  # ends at 10,000 env steps, 10 min
+  b = run(200, 20, 6.0)  # ends at 4,000 env steps, 20 min
+  # b reaches 4,000 env steps at update 200; the window [3600, 4000] holds updates 180..200
+  assert plots.value_at(b, "selfplay/return_p0", "env_steps", 4000) == pytest.approx(19.0)
+  # a: 4,000 env steps at update 40; [3600, 4000] holds update 40 only
+  assert plots.value_at(a, "selfplay/return_p0", "env_steps", 4000) == pytest.approx(4.0)
+  assert plots.value_at(a, "selfplay/return_p0", "env_steps", 20000) is None  # never reached
+  assert plots.value_at(a, "eval/x_score_mean", "env_steps", 10) is None  # not logged
+  # 10 minutes = update 100 for both; window [9, 10] min = updates 90..100
+  assert plots.value_at(b, "selfplay/return_p0", "wall", 10.0) == pytest.approx(9.5)
+  table = plots.learning_table(["runs/a", "runs/b"], [a, b])
+  assert "selfplay/return_p0 at 4,000 env steps" in table
+  assert "selfplay/return_p0 at 10.0 min" in table
+  assert "| a | 4.000 | 9.500 |" in table and "| b | 19.000 | 9.500 |" in table
+
+
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_show_search(nannon_ckpt):
   from anakin_mz import agent as agent_lib
