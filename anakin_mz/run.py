@@ -5,6 +5,7 @@ periodic evaluation, Orbax checkpoints, resume, signals and the NaN guard.
 How a run ends:
 * the update budget or `--minutes` is reached: the final state is saved
   (once: a step that a periodic checkpoint already saved is not saved again);
+  a `--minutes` stop between two periodic evaluations evaluates it first;
 * SIGINT (Ctrl-C) or SIGTERM (preemption, `timeout`, a Colab disconnect):
   the current Anakin step finishes, the state is saved, and `train` returns
   normally with `RunResult.stopped_by` naming the signal. A second SIGINT
@@ -338,6 +339,10 @@ def train(
           )
           bar.refresh()
       stopped_by = signals.requested or stopped_by
+      if stopped_by == "minutes" and tc.eval_every and history and last_eval != current_step():
+        # The wall-clock budget ends between evaluations: score what it
+        # reached (a signal, by contrast, asks to stop soon: no evaluation).
+        run_eval(current_step(), history[-1]["env_steps"], history[-1]["wall_s"])
       save()
   except KeyboardInterrupt:
     # A second Ctrl-C: `state` is still the last complete step.

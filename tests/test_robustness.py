@@ -76,6 +76,26 @@ def test_minutes_budget_stops_mid_interval_and_saves(tmp_path):
   assert ckpt.steps(again.checkpoint_dir) == (4, 8)
 
 
+def test_minutes_budget_evaluates_where_it_stops(tmp_path, monkeypatch):
+  """A --minutes stop between two periodic evaluations scores the state it
+  reached. The clock is faked: 0 s until the first Anakin step is traced
+  (after the evaluation at step 0), then far past the budget."""
+  import types
+
+  from anakin_mz import anakin
+
+  began = []
+  step = anakin.Learner.step
+  monkeypatch.setattr(anakin.Learner, "step", lambda self, s: began.append(1) or step(self, s))
+  clock = types.SimpleNamespace(perf_counter=lambda: 1e6 if began else 0.0)
+  monkeypatch.setattr(run, "time", clock)
+  cfg = tiny("train.total_updates=10000", "train.eval_every=1000")
+  result = run.train(cfg, logdir=str(tmp_path), max_minutes=1.0, progress=False)
+  assert result.stopped_by == "minutes"
+  assert result.saved_step == UPDATES_PER_STEP
+  assert [e["update_step"] for e in result.evals] == [0, UPDATES_PER_STEP]
+
+
 def test_resume_at_the_target_is_a_clean_no_op(tmp_path):
   cfg = tiny("train.total_updates=4", "train.checkpoint_every=4")
   run.train(cfg, logdir=str(tmp_path), progress=False)
