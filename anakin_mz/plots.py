@@ -189,16 +189,22 @@ def value_at(
   """Mean of `tag` over its logged points whose `axis` (a key of X_AXES)
   lies in [(1 - window) x, x]: a noisy curve (the self-play return of the
   episodes of one log interval) read at `x`, smoothed over the last
-  `window` of the way there. None where the run lacks the tag or the axis,
-  ends before `x`, or logged no point in the window."""
+  `window` of the way there; where no point lies in the window (sparse
+  evaluations), interpolated linearly between its neighbours. None where the
+  run lacks the tag or the axis, or ends before `x`."""
   if tag not in scalars:
     return None
   steps, values = scalars[tag]
   xs = _x_values(scalars, steps, axis)
   if xs is None or not len(xs) or xs.max() < x * (1 - 1e-6):
     return None
-  keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & np.isfinite(values)
-  return float(np.mean(values[keep])) if keep.any() else None
+  finite = np.isfinite(values)
+  keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & finite
+  if keep.any():
+    return float(np.mean(values[keep]))
+  # A sparse curve (periodic evaluations) with no point in the window:
+  # linear interpolation between the points either side of `x`.
+  return float(np.interp(x, xs[finite], values[finite])) if finite.any() else None
 
 
 def learning_table(runs: List[str], all_scalars, window: float = 0.1) -> str:

@@ -299,6 +299,9 @@ def test_learning_table_reads_every_run_at_the_same_budget():
   assert plots.value_at(a, "eval/x_score_mean", "env_steps", 10) is None  # not logged
   # 10 minutes = update 100 for both; window [9, 10] min = updates 90..100
   assert plots.value_at(b, "selfplay/return_p0", "wall", 10.0) == pytest.approx(9.5)
+  # sparse: points at 0 and 100 updates only; [9, 10] min of b holds none of them
+  sparse = {k: (v[0][::10], v[1][::10]) for k, v in b.items()}
+  assert plots.value_at(sparse, "selfplay/return_p0", "wall", 9.5) == pytest.approx(9.5)
   table = plots.learning_table(["runs/a", "runs/b"], [a, b])
   assert "selfplay/return_p0 at 4,000 env steps" in table
   assert "selfplay/return_p0 at 10.0 min" in table
