@@ -49,12 +49,34 @@ LR_SCHEDULES = ("constant", "cosine")
 AGENTS = ("ndmz", "alphazero", "tdlambda")
 
 
+# The agents that plan or look ahead with the real game (`env.step`).
+TRUE_MODEL_AGENTS = ("alphazero", "tdlambda")
+
+
 def supported_agents(env: envs.Env) -> Tuple[str, ...]:
-  """The agents that can play `env`: TD(lambda) follows one value from
-  player 0's view, which a zero-sum game with more than two players lacks."""
+  """The agents that can play `env`, in AGENTS order.
+
+  * Where the game draws chance inside its keyed step (`env.hidden_chance`:
+    gymnax, pgx's backgammon and 2048), `env.step(state, action)` replays the
+    draw carried in the state, a future no player can know; a search or
+    lookahead through it would plan with that knowledge, so the agents of
+    TRUE_MODEL_AGENTS are refused there.
+  * TD(lambda) follows one value from player 0's view, which a zero-sum game
+    with more than two players lacks.
+  """
+  agents = AGENTS
+  if env.hidden_chance:
+    agents = tuple(a for a in agents if a not in TRUE_MODEL_AGENTS)
   if env.payoff == "zero_sum" and env.num_players > 2:
-    return ("ndmz", "alphazero")
-  return AGENTS
+    agents = tuple(a for a in agents if a != "tdlambda")
+  return agents
+
+
+def _unsupported_reason(env: envs.Env) -> str:
+  """Why some agents cannot play `env` (for the error message)."""
+  if env.hidden_chance:
+    return "it draws chance inside its keyed step, hidden from a model"
+  return f"{env.num_players} players, {env.payoff}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,8 +348,8 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"unknown agent {agent!r}; valid agents: {', '.join(AGENTS)}")
   if agent not in supported_agents(env):
     raise ValueError(
-      f"agent {agent!r} does not support env {name!r} ({env.num_players} players, "
-      f"{env.payoff}); valid agents for it: {', '.join(supported_agents(env))}"
+      f"agent {agent!r} does not support env {name!r} ({_unsupported_reason(env)}); "
+      f"valid agents for it: {', '.join(supported_agents(env))}"
     )
   seed = raw.get("seed", 0)
   if not isinstance(seed, int) or isinstance(seed, bool):

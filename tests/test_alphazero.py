@@ -169,6 +169,16 @@ def test_agent_the_game_does_not_support_is_refused(monkeypatch):
     config_lib.load("configs/nannon.yaml", ["agent=tdlambda"])
 
 
+@pytest.mark.parametrize("agent", ["alphazero", "tdlambda"])
+def test_true_model_agents_refuse_hidden_chance(agent):
+  """gymnax draws chance inside its keyed step: the real game as a model
+  would replay the draw carried in the state, the future."""
+  pytest.importorskip("gymnax")
+  with pytest.raises(ValueError, match="hidden from a model.*valid agents for it: ndmz"):
+    config_lib.load("configs/minatar-breakout.yaml", [f"agent={agent}"])
+  assert config_lib.load("configs/minatar-breakout.yaml").agent == "ndmz"
+
+
 def test_alphazero_learner_trains_policy_and_value_only():
   config = config_lib.load(
     "configs/catch.yaml",
