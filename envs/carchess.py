@@ -83,7 +83,9 @@ class CarchessState:
 
 
 _ARROWS = {(-1, 0): "^", (1, 0): "v", (0, 1): ">", (0, -1): "<"}
-_BITS = 31  # observation channels per int32 code word (see `Carchess.observe`)
+# Observation channels per int32 code word (see `Carchess.observe`); bits
+# _BITS, _BITS + 1 of the light channel's word hold the light plane's value.
+_BITS = 29
 
 
 @register
@@ -567,9 +569,9 @@ class Carchess(Game):
   # Views.
   def _build_view_tables(self) -> None:
     """Static tables of the observation. It is built in two passes (see
-    `observe`): a small int32 code per cell, one bit per channel, then one
-    elementwise expansion into the float planes."""
-    m = self.map
+    `observe`): a small int32 code per cell, one bit per channel (a 2-bit
+    field for the light plane), then one elementwise expansion into the
+    float planes."""
     L, hw, C = self.num_lanes, self._hw, self.observation_shape[-1]
     K = -(-C // _BITS)  # words per cell
     # Where each lane position lies: [lane, cell], for the lane planes.
@@ -590,17 +592,23 @@ class Carchess(Game):
     has_light[self._light_cells] = True
     light = np.full(hw, 32, np.uint32)  # the light on each cell; 32: none (a bit never set)
     light[self._light_cells] = np.arange(len(self._light_cells))
-    # The light plane: -1 red (the bit), +1 green, 0 no light.
-    scale = np.ones(C, np.float32)
-    scale[L] = -2.0
-    offset = np.zeros((hw, C), np.float32)
-    offset[has_light, L] = 1.0
+    # Channel c is `((word >> shift) & mask) - sub`: one bit, except the
+    # light plane, a 2-bit field holding its value + 1 (0 red, 1 no light,
+    # 2 green) in layer 0, so the expansion is integer ops and one convert.
+    shift = np.arange(C, dtype=np.int32) % _BITS
+    shift[L] = _BITS
+    mask = np.ones(C, np.int32)
+    mask[L] = 3
+    sub = np.zeros((layers, C), np.int32)
+    sub[0, L] = 1
     self._view_words = K
     self._view_pos = pos
     self._view_light = light
+    self._view_has_light = has_light.astype(np.int32)
     self._view_entry = entry
-    self._view_scale = scale
-    self._view_offset = offset.reshape(m.height, m.width, C)
+    self._view_shift = shift
+    self._view_mask = mask
+    self._view_sub = sub
 
   def _channel_bits(self, channel: jax.Array) -> jax.Array:
     """int32 `channel.shape + [words]`: the code words with `channel`'s bit."""
@@ -611,8 +619,13 @@ class Carchess(Game):
 
   def observation_code(self, g: CarchessState, player: jax.Array) -> jax.Array:
     """int32 `[layers, words, height * width]`: the observation as bits, bit
-    `c % 31` of word `c // 31` for channel c (the layers > 0 only hold the
-    counter bits of lanes sharing an entry cell)."""
+    `c % 29` of word `c // 29` for channel c, except the light plane (channel
+    L = lanes): its value + 1 in bits 29-30 of word `L // 29`. The layers > 0
+    only hold the counter bits of lanes sharing an entry cell.
+
+    One sum over per-lane terms, so XLA computes the code once per cell in
+    a reduction, not once per channel inside the loop that writes the float
+    planes."""
     L = self.num_lanes
     cap, n, rounds = self._max_cap, self.num_players, self.params["rounds"]
     # Lane planes: which lanes have a car on each cell.
@@ -624,26 +637,31 @@ class Carchess(Game):
     else:
       grid = jnp.asarray(self._node_grid)  # dense fallback: [lanes, positions, cells]
       occ = jnp.any(g.cars[:, :, None] & grid, axis=1).astype(jnp.int32)
-    lane_bits = self._channel_bits(np.arange(L))  # [lanes, words], static
-    code = jnp.sum(occ[:, None, :] * lane_bits[:, :, None], axis=0)  # [words, cells]
     if self.num_lights <= 32:
       # The red lights as one word, read at each light's cell.
       red = jnp.right_shift(self._light_word(g.red), self._view_light) & 1
       red = red.astype(jnp.int32)
     else:
       red = jnp.any(g.red[:, None] & jnp.asarray(self._light_grid), axis=0).astype(jnp.int32)
-    code = code + red * self._channel_bits(np.int32(L))[:, None]
     # Constant planes: the mover and the round (none once the game is over).
     const = self._channel_bits(L + 2 + cap + player)
     const = const + jnp.where(g.round < rounds, self._channel_bits(L + 2 + cap + n + g.round), 0)
-    code = code + const[:, None]
-    # Counter planes: a bit at each lane's entry cell, in the lane's layer.
-    counter = self._channel_bits(L + 1 + g.counters)  # [lanes, words]
     entry = self._view_entry  # [layers, lanes, cells], static
-    counts = [
-      jnp.sum(counter[:, :, None] * entry[k][:, None, :], axis=0) for k in range(len(entry))
-    ]  # [words, cells] per layer
-    return jnp.stack([code + counts[0]] + counts[1:])
+    layer0 = (np.arange(entry.shape[0]) == 0)[:, None, None]  # [layers, 1, 1]
+    # Per lane: its car bits and its counter bit at its entry cell, in its
+    # layer. [lanes, layers, words, cells]
+    lane_bits = self._channel_bits(np.arange(L))  # [lanes, words], static
+    counter = self._channel_bits(L + 1 + g.counters)  # [lanes, words]
+    lanes = jnp.where(layer0[None], occ[:, None, None, :] * lane_bits[:, None, :, None], 0)
+    lanes = lanes + counter[:, None, :, None] * jnp.moveaxis(entry, 1, 0)[:, :, None, :]
+    # The lights and the constant planes, in lane 0's term: a separate term
+    # (a concatenation) would be split off the sum by XLA and recomputed for
+    # every channel. [layers, words, cells]
+    light = jnp.left_shift(1 + self._view_has_light - 2 * red, _BITS)  # [cells]
+    light_word = (np.arange(self._view_words) == L // _BITS)[:, None]  # [words, 1]
+    rest = jnp.where(layer0, jnp.where(light_word, light, 0) + const[:, None], 0)
+    lanes = lanes + jnp.where((np.arange(L) == 0)[:, None, None, None], rest[None], 0)
+    return jnp.sum(lanes, axis=0)
 
   def observe(self, g: CarchessState, player: jax.Array) -> jax.Array:
     m = self.map
@@ -655,10 +673,9 @@ class Carchess(Game):
     layers, K = code.shape[0], code.shape[1]
     code = jnp.moveaxis(code, 1, 2).reshape(layers, h, w, K, 1)
     word = jnp.broadcast_to(code, (layers, h, w, K, _BITS)).reshape(layers, h, w, K * _BITS)
-    shift = jnp.arange(C, dtype=jnp.int32) % _BITS
-    bits = (jnp.right_shift(word[..., :C], shift) & 1).astype(jnp.float32)
-    scale = jnp.where(jnp.arange(layers)[:, None] == 0, jnp.asarray(self._view_scale), 1.0)
-    return jnp.sum(bits * scale[:, None, None, :], axis=0) + jnp.asarray(self._view_offset)
+    shift, mask = jnp.asarray(self._view_shift), jnp.asarray(self._view_mask)
+    value = (jnp.right_shift(word[..., :C], shift) & mask) - self._view_sub[:, None, None, :]
+    return jnp.sum(value.astype(jnp.float32), axis=0)
 
   def render(self, g: CarchessState) -> str:
     """The grid with a one-cell margin: lanes as arrows (`+` where lanes
