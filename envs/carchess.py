@@ -580,9 +580,9 @@ class Carchess(Game):
   # Views.
   def _build_view_tables(self) -> None:
     """Static tables of the observation. It is built in two passes (see
-    `observe`): a small int32 code per cell, one bit per channel (a 2-bit
-    field for the light plane), then one elementwise expansion into the
-    float planes."""
+    `observe`): a small int32 code per cell, one bit per channel (two for
+    the light plane: green, and red at bit `_BITS`), then one elementwise
+    expansion into the float planes."""
     L, hw, C = self.num_lanes, self._hw, self.observation_shape[-1]
     K = -(-C // _BITS)  # words per cell
     # Where each lane position lies: [lane, cell], for the lane planes.
