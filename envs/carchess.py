@@ -83,7 +83,9 @@ class CarchessState:
 
 
 _ARROWS = {(-1, 0): "^", (1, 0): "v", (0, 1): ">", (0, -1): "<"}
-_BITS = 31  # observation channels per int32 code word (see `Carchess.observe`)
+# Observation channels per int32 code word (see `Carchess.observe`); bit
+# _BITS of the light channel's word is the red light, bit 31 is never set.
+_BITS = 29
 
 
 @register
@@ -248,9 +250,12 @@ class Carchess(Game):
 
       groups = [cell_nodes[c] for c in shared]
       self._shared_lane, self._shared_pos = table(groups, max((len(x) for x in groups), default=1))
-      # Removing the cars of crash cells: for each node of a shared cell, its
-      # lane as a one-hot row, so the per-lane masks are one small sum.
-      self._shared_onehot = (self._shared_lane[..., None] == np.arange(L)).astype(np.uint32)
+      # Removing the cars of crash cells: per shared cell, the bits of its
+      # nodes in their lanes' words `[cells, lanes]` (padding: lane L, none).
+      onehot = (self._shared_lane[..., None] == np.arange(L)).astype(np.uint64)
+      self._shared_rows = np.sum(
+        onehot << self._shared_pos[..., None].astype(np.uint64), axis=1
+      ).astype(np.uint32)
       groups = [cell_nodes[int(cell[l, 0])] for l in range(L)]
       self._entry_lane, self._entry_pos = table(groups, max(len(x) for x in groups))
       self._stand_bits = ((1 << (lengths - 1).astype(np.uint64)) - 1).astype(np.uint32)
@@ -347,12 +352,14 @@ class Carchess(Game):
 
   def _light_word(self, x: jax.Array) -> jax.Array:
     """uint32 `[]`: bit k = x[k], for bool `[num_lights]` (<= 32 lights)."""
-    weights = np.left_shift(np.uint32(1), np.arange(self.num_lights, dtype=np.uint32))
-    return jnp.sum(jnp.where(x, weights, np.uint32(0)), dtype=jnp.uint32)
+    # Shifts, not `where(x, weights, 0)`: XLA's CPU reduction of a select is
+    # several times slower.
+    shift = np.arange(self.num_lights, dtype=np.uint32)
+    return jnp.sum(jnp.left_shift(x.astype(jnp.uint32), shift), dtype=jnp.uint32)
 
   def chance_probs(self, g: CarchessState) -> jax.Array:
     lane = jnp.arange(self.num_lanes) == g.chance_lane
-    left = jnp.sum(jnp.where(lane, jnp.asarray(self._caps) - g.counters, 0))
+    left = jnp.sum((jnp.asarray(self._caps) - g.counters) * lane)
     lo, hi = self.params["spawn_min"], self.params["spawn_max"]
     p = 1.0 / (hi - lo + 1)
     v = jnp.arange(self.num_chance_outcomes)
@@ -427,8 +434,7 @@ class Carchess(Game):
     """One simulation step. Returns (g', cars scored, crash count), int32 `[]`."""
     if not self._bits:
       return self._simulation_step_dense(g)
-    bits, g, scored, crashes = self._step_bits(self._to_bits(g.cars), self._red_bits(g.red), g)
-    return g.replace(cars=self._from_bits(bits)), scored, crashes
+    return self._simulate_bits(g, 1)
 
   def _simulation_step_dense(self, g: CarchessState):
     cars = g.cars
@@ -463,24 +469,21 @@ class Carchess(Game):
   def simulate(self, g: CarchessState, steps: int) -> Tuple[CarchessState, jax.Array]:
     """`steps` simulation steps. Returns (g', float32 `[]` summed reward)."""
     sr, cr = self.params["score_reward"], self.params["crash_reward"]
+    if self._bits:
+      # The reward is linear in the counts: one sum after the last step.
+      g, scored, crashes = self._simulate_bits(g, steps)
+      return g, sr * scored + cr * crashes
     total = jnp.float32(0.0)
-    if self._bits:
-      bits, red = self._to_bits(g.cars), self._red_bits(g.red)
     for _ in range(steps):  # unrolled: a handful of steps, no loop
-      if self._bits:
-        bits, g, scored, crashes = self._step_bits(bits, red, g)
-      else:
-        g, scored, crashes = self._simulation_step_dense(g)
+      g, scored, crashes = self._simulation_step_dense(g)
       total = total + sr * scored + cr * crashes
-    if self._bits:
-      g = g.replace(cars=self._from_bits(bits))
     return g, total
 
   # The simulation on lane bit masks.
   def _to_bits(self, cars: jax.Array) -> jax.Array:
     """uint32 `[lanes]` from bool `[lanes, max_lane_length]`."""
-    weights = jnp.left_shift(jnp.uint32(1), jnp.arange(cars.shape[1], dtype=jnp.uint32))
-    return jnp.sum(jnp.where(cars, weights, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
+    shift = np.arange(cars.shape[1], dtype=np.uint32)  # shifts: see `_light_word`
+    return jnp.sum(jnp.left_shift(cars.astype(jnp.uint32), shift), axis=1, dtype=jnp.uint32)
 
   def _from_bits(self, bits: jax.Array) -> jax.Array:
     shift = jnp.arange(self.map.max_lane_length, dtype=jnp.uint32)
@@ -489,11 +492,8 @@ class Carchess(Game):
   def _red_bits(self, red: jax.Array) -> jax.Array:
     """uint32 `[lanes]`: the positions on a red light (lights own distinct
     cells, so the sum is an or)."""
-    return jnp.sum(
-      jnp.where(red[:, None], jnp.asarray(self._light_bits), jnp.uint32(0)),
-      axis=0,
-      dtype=jnp.uint32,
-    )
+    bits = red[:, None].astype(jnp.uint32) * jnp.asarray(self._light_bits)
+    return jnp.sum(bits, axis=0, dtype=jnp.uint32)
 
   def _node_bits(self, bits: jax.Array, lanes: np.ndarray, pos: np.ndarray) -> jax.Array:
     """uint32 `lanes.shape`: the car bit of each listed node (0 for padding)."""
@@ -530,46 +530,59 @@ class Carchess(Game):
       move = free & ~(jnp.right_shift(stuck, one) | cross)
     return cars & move
 
-  def _step_bits(self, cars: jax.Array, red: jax.Array, g: CarchessState):
-    """One simulation step on lane bit masks `cars` (g's cars are ignored).
-    Returns (cars', g' with the counters and totals, scored, crashes)."""
+  def _step_bits(self, cars: jax.Array, red: jax.Array, counters: jax.Array):
+    """One simulation step on lane bit masks `cars` uint32 `[lanes]`.
+    Returns (cars', counters', and int32 counts: cars scored and spawned per
+    lane `[lanes]`, crash count and cars removed per shared cell `[cells]`).
+    The counts are summed once, after the last step (`_simulate_bits`): a
+    sum is a `reduce`, which ends an XLA fusion."""
     one = jnp.uint32(1)
     moved = self._movable_bits(cars, red)
-    scored = jnp.sum(jnp.right_shift(moved, jnp.asarray(self._last_pos)) & one, dtype=jnp.int32)
+    scored = (jnp.right_shift(moved, jnp.asarray(self._last_pos)) & one).astype(jnp.int32)
     cars = ((cars & ~moved) | jnp.left_shift(moved, one)) & jnp.asarray(self._stand_bits)
     busy = jnp.max(self._node_bits(cars, self._entry_lane, self._entry_pos), axis=1)
-    spawn = (busy == 0) & (g.counters > 0)
+    spawn = (busy == 0) & (counters > 0)
     cars = cars | spawn.astype(jnp.uint32)
+    spawn = spawn.astype(jnp.int32)
     if self._shared_lane.shape[0]:
       count = jnp.sum(
         self._node_bits(cars, self._shared_lane, self._shared_pos), axis=1, dtype=jnp.int32
       )
       crash_cell = count >= 2
-      crashes = jnp.sum(jnp.where(crash_cell, count - 1, 0), dtype=jnp.int32)
-      removed = jnp.sum(jnp.where(crash_cell, count, 0), dtype=jnp.int32)
-      # [cells, nodes, lanes]: the bit of each node of a crash cell, in its lane.
-      rm = jnp.left_shift(
-        jnp.asarray(self._shared_onehot), jnp.asarray(self._shared_pos)[..., None]
-      ) * crash_cell[:, None, None].astype(jnp.uint32)
-      cars = cars & ~jnp.sum(rm, axis=(0, 1), dtype=jnp.uint32)
+      crashes = jnp.where(crash_cell, count - 1, 0)
+      removed = jnp.where(crash_cell, count, 0)
+      # The bits of the crash cells' nodes, per lane (disjoint: a sum).
+      rm = crash_cell[:, None].astype(jnp.uint32) * jnp.asarray(self._shared_rows)
+      cars = cars & ~jnp.sum(rm, axis=0, dtype=jnp.uint32)
     else:
-      crashes = removed = jnp.int32(0)
-    spawn = spawn.astype(jnp.int32)
+      crashes = removed = jnp.zeros((1,), jnp.int32)
+    return cars, counters - spawn, scored, spawn, crashes, removed
+
+  def _simulate_bits(self, g: CarchessState, steps: int):
+    """`steps` steps on lane bit masks. Returns (g', cars scored, crash
+    count), int32 `[]`."""
+    cars, red, counters = self._to_bits(g.cars), self._red_bits(g.red), g.counters
+    totals = None
+    for _ in range(steps):  # unrolled: a handful of steps, no loop
+      cars, counters, *counts = self._step_bits(cars, red, counters)
+      totals = counts if totals is None else [a + b for a, b in zip(totals, counts)]
+    scored, spawned, crashes, removed = (jnp.sum(x, dtype=jnp.int32) for x in totals)
     g = g.replace(
-      counters=g.counters - spawn,
-      spawned=g.spawned + jnp.sum(spawn),
+      cars=self._from_bits(cars),
+      counters=counters,
+      spawned=g.spawned + spawned,
       scored=g.scored + scored,
       crashed=g.crashed + removed,
       crashes=g.crashes + crashes,
     )
-    return cars, g, scored, crashes
+    return g, scored, crashes
 
   # Views.
   def _build_view_tables(self) -> None:
     """Static tables of the observation. It is built in two passes (see
-    `observe`): a small int32 code per cell, one bit per channel, then one
-    elementwise expansion into the float planes."""
-    m = self.map
+    `observe`): a small int32 code per cell, one bit per channel (two for
+    the light plane: green, and red at bit `_BITS`), then one elementwise
+    expansion into the float planes."""
     L, hw, C = self.num_lanes, self._hw, self.observation_shape[-1]
     K = -(-C // _BITS)  # words per cell
     # Where each lane position lies: [lane, cell], for the lane planes.
@@ -590,17 +603,20 @@ class Carchess(Game):
     has_light[self._light_cells] = True
     light = np.full(hw, 32, np.uint32)  # the light on each cell; 32: none (a bit never set)
     light[self._light_cells] = np.arange(len(self._light_cells))
-    # The light plane: -1 red (the bit), +1 green, 0 no light.
-    scale = np.ones(C, np.float32)
-    scale[L] = -2.0
-    offset = np.zeros((hw, C), np.float32)
-    offset[has_light, L] = 1.0
+    # Channel c is `bit(word, plus) - bit(word, minus)`: its own bit minus
+    # bit 31 (never set), except the light plane, green minus red (bit
+    # _BITS). Measured on CPU, the cheapest expansion that gives -1/0/+1:
+    # tables of masks or offsets cost up to a third more.
+    plus = np.arange(C, dtype=np.int32) % _BITS
+    minus = np.full(C, 31, np.int32)
+    minus[L] = _BITS
     self._view_words = K
     self._view_pos = pos
     self._view_light = light
+    self._view_has_light = has_light.astype(np.int32)
     self._view_entry = entry
-    self._view_scale = scale
-    self._view_offset = offset.reshape(m.height, m.width, C)
+    self._view_plus = plus
+    self._view_minus = minus
 
   def _channel_bits(self, channel: jax.Array) -> jax.Array:
     """int32 `channel.shape + [words]`: the code words with `channel`'s bit."""
@@ -611,8 +627,13 @@ class Carchess(Game):
 
   def observation_code(self, g: CarchessState, player: jax.Array) -> jax.Array:
     """int32 `[layers, words, height * width]`: the observation as bits, bit
-    `c % 31` of word `c // 31` for channel c (the layers > 0 only hold the
-    counter bits of lanes sharing an entry cell)."""
+    `c % 29` of word `c // 29` for channel c; the light plane (channel L =
+    lanes) has a bit for green and bit 29 of its word for red. The layers > 0
+    only hold the counter bits of lanes sharing an entry cell.
+
+    One sum over per-lane terms, so XLA computes the code once per cell in
+    a reduction, not once per channel inside the loop that writes the float
+    planes."""
     L = self.num_lanes
     cap, n, rounds = self._max_cap, self.num_players, self.params["rounds"]
     # Lane planes: which lanes have a car on each cell.
@@ -624,26 +645,35 @@ class Carchess(Game):
     else:
       grid = jnp.asarray(self._node_grid)  # dense fallback: [lanes, positions, cells]
       occ = jnp.any(g.cars[:, :, None] & grid, axis=1).astype(jnp.int32)
-    lane_bits = self._channel_bits(np.arange(L))  # [lanes, words], static
-    code = jnp.sum(occ[:, None, :] * lane_bits[:, :, None], axis=0)  # [words, cells]
     if self.num_lights <= 32:
       # The red lights as one word, read at each light's cell.
       red = jnp.right_shift(self._light_word(g.red), self._view_light) & 1
       red = red.astype(jnp.int32)
     else:
       red = jnp.any(g.red[:, None] & jnp.asarray(self._light_grid), axis=0).astype(jnp.int32)
-    code = code + red * self._channel_bits(np.int32(L))[:, None]
     # Constant planes: the mover and the round (none once the game is over).
     const = self._channel_bits(L + 2 + cap + player)
     const = const + jnp.where(g.round < rounds, self._channel_bits(L + 2 + cap + n + g.round), 0)
-    code = code + const[:, None]
-    # Counter planes: a bit at each lane's entry cell, in the lane's layer.
-    counter = self._channel_bits(L + 1 + g.counters)  # [lanes, words]
     entry = self._view_entry  # [layers, lanes, cells], static
-    counts = [
-      jnp.sum(counter[:, :, None] * entry[k][:, None, :], axis=0) for k in range(len(entry))
-    ]  # [words, cells] per layer
-    return jnp.stack([code + counts[0]] + counts[1:])
+    # Static 0/1 masks as int factors: products, not `where`, feed the sum
+    # (XLA's CPU reduction of a select is several times slower).
+    layer0 = (np.arange(entry.shape[0]) == 0).astype(np.int32)[:, None, None]  # [layers, 1, 1]
+    lane0 = (np.arange(L) == 0).astype(np.int32)[:, None, None, None]  # [lanes, 1, 1, 1]
+    # Per lane: its car bits and its counter bit at its entry cell, in its
+    # layer. [lanes, layers, words, cells]
+    lane_bits = self._channel_bits(np.arange(L))[:, None, :, None] * layer0[None]  # static
+    counter = self._channel_bits(L + 1 + g.counters)  # [lanes, words]
+    lanes = occ[:, None, None, :] * lane_bits
+    lanes = lanes + counter[:, None, :, None] * np.moveaxis(entry, 1, 0)[:, :, None, :]
+    # The lights and the constant planes, in lane 0's term: a separate term
+    # (a concatenation) would be split off the sum by XLA and recomputed for
+    # every channel. [layers, words, cells]
+    green = self._view_has_light - red  # [cells]
+    light = jnp.left_shift(green, L % _BITS) + jnp.left_shift(red, _BITS)
+    light_word = (np.arange(self._view_words) == L // _BITS).astype(np.int32)[:, None]
+    rest = layer0 * (light_word * light + const[:, None])
+    lanes = lanes + lane0 * rest[None]
+    return jnp.sum(lanes, axis=0)
 
   def observe(self, g: CarchessState, player: jax.Array) -> jax.Array:
     m = self.map
@@ -655,10 +685,11 @@ class Carchess(Game):
     layers, K = code.shape[0], code.shape[1]
     code = jnp.moveaxis(code, 1, 2).reshape(layers, h, w, K, 1)
     word = jnp.broadcast_to(code, (layers, h, w, K, _BITS)).reshape(layers, h, w, K * _BITS)
-    shift = jnp.arange(C, dtype=jnp.int32) % _BITS
-    bits = (jnp.right_shift(word[..., :C], shift) & 1).astype(jnp.float32)
-    scale = jnp.where(jnp.arange(layers)[:, None] == 0, jnp.asarray(self._view_scale), 1.0)
-    return jnp.sum(bits * scale[:, None, None, :], axis=0) + jnp.asarray(self._view_offset)
+    word = word[..., :C]
+    value = (jnp.right_shift(word, self._view_plus) & 1) - (
+      jnp.right_shift(word, self._view_minus) & 1
+    )
+    return jnp.sum(value, axis=0).astype(jnp.float32)
 
   def render(self, g: CarchessState) -> str:
     """The grid with a one-cell margin: lanes as arrows (`+` where lanes

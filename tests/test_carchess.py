@@ -518,6 +518,100 @@ def test_step_matches_reference_on_random_boards(spec, tmp_path):
     assert got == (want[0], want[1], want[2], want[3]), f"board {k}"
 
 
+def reference_move(game, cars, red, toggled, counters, rnd, turn, action):
+  """One decision, literally: the toggle, then (after the last mover) the
+  round's `sim_steps` reference steps and the bookkeeping. Returns (cars,
+  red, toggled, counters, round, turn, chance lane, [spawned, scored,
+  crashed, crashes] added, reward)."""
+  m, p = game.map, game.params
+  k = m.lights.index((action // m.width, action % m.width))
+  red, toggled = red.copy(), toggled.copy()
+  red[k] ^= True
+  toggled[k] = True
+  turn += 1
+  totals = np.zeros(4, np.int64)
+  if turn < game.num_players:
+    return cars, red, toggled, counters, rnd, turn, game.num_lanes, totals, 0.0
+  occ = {(int(l), int(i)) for l, i in zip(*np.nonzero(cars))}
+  counters = list(counters)
+  for _ in range(p["sim_steps"]):
+    after, left, scored, crashes = reference_step(m, sorted(occ), red, counters)
+    spawned = sum(counters) - sum(left)
+    totals += (spawned, scored, len(occ) + spawned - scored - len(after), crashes)
+    occ, counters = after, left
+  cars = np.zeros_like(cars)
+  for l, i in occ:
+    cars[l, i] = True
+  rnd += 1
+  lane = 0 if rnd < p["rounds"] else game.num_lanes
+  reward = p["score_reward"] * totals[1] + p["crash_reward"] * totals[3]
+  toggled[:] = False
+  return cars, red, toggled, np.array(counters), rnd, 0, lane, totals, reward
+
+
+@pytest.mark.parametrize("spec", [None, MERGE], ids=["tutorial", "merge"])
+def test_decision_matches_reference_on_random_states(spec, tmp_path):
+  # The whole decision transition (toggle, the round's simulation steps,
+  # rewards, bookkeeping) and the next observation against the references,
+  # field by field, on 2000 random states; most are the round's last mover.
+  env = envs.make("carchess") if spec is None else map_env(tmp_path, spec)
+  game = env.game
+  rng = np.random.default_rng(5)
+  num, n, lights = 2000, game.num_players, game.num_lights
+  boards = random_boards(game, rng, num)
+  rnd = rng.integers(0, game.params["rounds"], num).astype(np.int32)
+  turn = np.where(rng.random(num) < 0.8, n - 1, rng.integers(0, n, num)).astype(np.int32)
+  toggled = np.zeros((num, lights), bool)
+  action = np.zeros(num, np.int32)
+  for k in range(num):
+    order = rng.permutation(lights)
+    toggled[k, order[: turn[k]]] = True
+    r, c = game.map.lights[order[turn[k]]]
+    action[k] = r * game.map.width + c
+  totals = rng.integers(0, 50, (num, 4)).astype(np.int32)
+  g0 = game.init(jax.random.PRNGKey(0))
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (num,) + x.shape), g0).replace(
+    cars=jnp.asarray(np.stack([b[0] for b in boards])),
+    red=jnp.asarray(np.stack([b[1] for b in boards])),
+    toggled=jnp.asarray(toggled),
+    counters=jnp.asarray(np.stack([b[2] for b in boards]), jnp.int32),
+    round=jnp.asarray(rnd),
+    turn=jnp.asarray(turn),
+    chance_lane=jnp.full((num,), game.num_lanes, jnp.int32),
+    spawned=jnp.asarray(totals[:, 0]),
+    scored=jnp.asarray(totals[:, 1]),
+    crashed=jnp.asarray(totals[:, 2]),
+    crashes=jnp.asarray(totals[:, 3]),
+  )
+
+  @jax.jit
+  def move(g, a):
+    g2, rewards = jax.vmap(game.apply_action)(g, a)
+    player = jnp.maximum(jax.vmap(game.current_player)(g2), 0)
+    return g2, rewards, jax.vmap(game.observe)(g2, player), jax.vmap(game.legal_action_mask)(g2)
+
+  g2, rewards, obs, mask = jax.device_get(move(batch, jnp.asarray(action)))
+  assert np.all(rewards == rewards[:, :1])
+  fields = ("cars", "red", "toggled", "counters", "round", "turn", "chance_lane")
+  light_cells = [r * game.map.width + c for r, c in game.map.lights]
+  for k, (cars, red, counters) in enumerate(boards):
+    want = reference_move(game, cars, red, toggled[k], counters, rnd[k], turn[k], action[k])
+    for name, value in zip(fields, want):
+      np.testing.assert_array_equal(getattr(g2, name)[k], value, err_msg=f"state {k}: {name}")
+    got_totals = [g2.spawned[k], g2.scored[k], g2.crashed[k], g2.crashes[k]]
+    np.testing.assert_array_equal(got_totals, totals[k] + want[7], err_msg=f"state {k}: totals")
+    assert rewards[k, 0] == want[8], f"state {k}: reward"
+    player = want[5] if want[4] < game.params["rounds"] else 0
+    want_obs = reference_observation(game, want[0], want[1], want[3], want[4], player)
+    np.testing.assert_array_equal(obs[k], want_obs, err_msg=f"state {k}: observation")
+    want_mask = np.zeros(env.num_actions, bool)
+    want_mask[light_cells] = ~want[2]
+    np.testing.assert_array_equal(mask[k], want_mask, err_msg=f"state {k}: legal mask")
+  # The states cover the rules: cars score, crash, spawn and wait at red.
+  assert g2.scored.sum() > totals[:, 1].sum() and g2.crashes.sum() > totals[:, 3].sum()
+  assert g2.spawned.sum() > totals[:, 0].sum()
+
+
 # Invariants over random play.
 
 
