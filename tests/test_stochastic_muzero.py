@@ -20,6 +20,7 @@ from anakin_mz import agent as agent_lib
 from anakin_mz import config as config_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz import run as run_lib
+from anakin_mz.eval import report, search_tree
 from anakin_mz.loss import LossConfig
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchConfig
@@ -312,3 +313,8 @@ def test_stochastic_muzero_runs_through_the_shared_loop_and_checkpoints(tmp_path
   assert bool(jnp.all(jnp.take_along_axis(state.legal_action_mask, moves[:, None], axis=1)))
   greedy = act.greedy_network_policy(loaded.network, loaded.params)(state, jax.random.PRNGKey(0))
   assert greedy.shape == (4,)
+  # evaluate.py's report plays it and names it; show_search refuses it clearly.
+  r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
+  assert r["algorithm"] == "stochastic_muzero" and r["step"] == step
+  with pytest.raises(ValueError, match="draws the NDMZ search tree"):
+    search_tree.show(loaded)
