@@ -13,7 +13,9 @@ The model, six small nets (params `{"h", "f", "phi", "psi", "g", "e"}`):
 The codebook is the C one-hot vectors. `e` gives logits; the code is the
 one-hot of their argmax with a straight-through gradient (the forward pass
 sees the one-hot, the backward pass the softmax), as in the paper. C is
-`network.chance_codes` (0: the game's `num_chance_outcomes`). The nets are
+`network.chance_codes` (0: the game's `num_chance_outcomes`; a game whose
+chance is hidden in its transition, gymnax and pgx's backgammon, declares one
+outcome, so set it there, or the model is deterministic). The nets are
 the NDMZ MLP blocks of `networks.py` (SELU, LeCun normal, latents min-max
 scaled); h may be the "conv" kind's torso, the rest are MLPs.
 
