@@ -14,7 +14,7 @@ import chex
 import jax.numpy as jnp
 
 import envs
-from anakin_mz import alphazero, tdlambda
+from anakin_mz import alphazero, stochastic_muzero, tdlambda
 from anakin_mz.networks import Network
 from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
 from anakin_mz.types import Params
@@ -34,8 +34,10 @@ def search_policy(
 
   The model decides which search (`agents`): a `Network` runs the NDMZ
   search on its learned model; an `alphazero.TrueModel` runs the same search
-  on the real game; a `tdlambda.ValueModel` plays TD-Gammon's 1-ply
-  expectimax (no tree: `search_tree` is None, temperature unused).
+  on the real game; a `stochastic_muzero.StochasticNetwork` runs
+  `mctx.stochastic_muzero_policy` on its afterstate model; a
+  `tdlambda.ValueModel` plays TD-Gammon's 1-ply expectimax (no tree:
+  `search_tree` is None, temperature unused).
 
   Lanes that are not at a decision node get an all-legal mask so the search
   stays well defined; their result is ignored by the callers.
@@ -43,12 +45,16 @@ def search_policy(
   if isinstance(network, tdlambda.ValueModel):
     del key, config, temperature
     return tdlambda.expectimax(network, params, state)
+  decision = state.current_player >= 0
+  mask = jnp.where(decision[:, None], state.legal_action_mask, True)
+  if isinstance(network, stochastic_muzero.StochasticNetwork):
+    return stochastic_muzero.smz_search(
+      params, key, network, state.observation, mask, config=config, temperature=temperature
+    )
   if isinstance(network, alphazero.TrueModel):
     root = network.state_root(params, state)
   else:
     root = network.root(params, state.observation)
-  decision = state.current_player >= 0
-  mask = jnp.where(decision[:, None], state.legal_action_mask, True)
   return ndmz_search(
     params,
     key,

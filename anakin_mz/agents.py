@@ -9,6 +9,10 @@ checkpoints and evaluation serve them all:
   AlphaZero's loss (value and policy only).
 * `tdlambda`: `tdlambda.TDLambdaLearner`, TD(lambda) self-play of a value
   network that plays 1-ply expectimax.
+* `stochastic_muzero`: `StochasticMuZeroLearner`, the same self-play, replay
+  and update loop with Stochastic MuZero's model (afterstates and learned
+  chance codes), search (`mctx.stochastic_muzero_policy`) and loss, trained
+  on unrolls over decision steps (`anakin_mz.stochastic_muzero`).
 
 The learner's `network` is also what `act.search_policy` dispatches on, so a
 restored agent plays with its own policy.
@@ -22,7 +26,9 @@ from jax.sharding import Mesh
 
 from anakin_mz.alphazero import TrueModel, alphazero_loss
 from anakin_mz.anakin import Learner
+from anakin_mz import replay as replay_lib
 from anakin_mz.config import AGENTS, Config
+from anakin_mz.stochastic_muzero import StochasticNetwork, smz_loss
 from anakin_mz.tdlambda import TDLambdaLearner
 
 
@@ -37,7 +43,38 @@ class AlphaZeroLearner(Learner):
     return alphazero_loss(params, self.network, batch, self.config.loss)
 
 
-_LEARNERS = {"ndmz": Learner, "alphazero": AlphaZeroLearner, "tdlambda": TDLambdaLearner}
+class StochasticMuZeroLearner(Learner):
+  """`anakin.Learner` with Stochastic MuZero's model (`act.search_policy`
+  runs its search on it) and loss, on K-step unrolls over decision steps
+  (`replay.sample_decisions`)."""
+
+  def __init__(self, config: Config, mesh: Optional[Mesh] = None):
+    super().__init__(config, mesh)
+    self.network = StochasticNetwork(self.env, config.network)
+
+  def _prepare(self, buffer):
+    prepared = super()._prepare(buffer)
+    return replay_lib.prepare_decisions(
+      prepared, K=self.config.train.unroll_steps, discount=self.config.discount
+    )
+
+  def _sample(self, params, prepared, key):
+    del params  # no reanalyse (the config refuses it)
+    tc = self.config.train
+    return replay_lib.sample_decisions(
+      prepared, key, tc.batch_size, K=tc.unroll_steps, num_actions=self.env.num_actions
+    )
+
+  def _loss(self, params, batch):
+    return smz_loss(params, self.network, batch, self.config.loss)
+
+
+_LEARNERS = {
+  "ndmz": Learner,
+  "alphazero": AlphaZeroLearner,
+  "tdlambda": TDLambdaLearner,
+  "stochastic_muzero": StochasticMuZeroLearner,
+}
 assert tuple(_LEARNERS) == AGENTS
 
 

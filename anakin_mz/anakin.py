@@ -149,8 +149,22 @@ class Learner(OnMesh):
   def _loss(self, params, batch):
     return ndmz_loss(params, self.network, batch, self.config.loss)
 
-  def _update(self, carry, key, *, prepared):
-    params, opt_state = carry
+  def _prepare(self, buffer):
+    """The targets of the whole buffer, derived once per chunk (the buffer
+    is fixed during the updates); what `_sample` draws from. Its `start_ok`
+    says where a sample may start."""
+    tc = self.config.train
+    return replay_lib.prepare(
+      buffer,
+      K=tc.unroll_steps,
+      num_players=self.env.num_players,
+      payoff=self.env.payoff,
+      td_steps=tc.td_steps,
+      discount=self.config.discount,
+    )
+
+  def _sample(self, params, prepared, key):
+    """One update's batch, drawn from `_prepare`'s output with `key`."""
     tc = self.config.train
     batch = replay_lib.sample_prepared(
       prepared,
@@ -161,9 +175,13 @@ class Learner(OnMesh):
       num_actions=self.env.num_actions,
     )
     # Fresh targets for train.reanalyse_fraction of the batch (none at 0: no search).
-    batch = reanalyse_lib.refresh(
+    return reanalyse_lib.refresh(
       params, prepared, batch, key, network=self.network, env=self.env, config=self.config
     )
+
+  def _update(self, carry, key, *, prepared):
+    params, opt_state = carry
+    batch = self._sample(params, prepared, key)
     # Data parallelism: each device takes its share of the batch; the
     # gradient of the mean loss is then an all-reduce over the devices.
     batch = jax.lax.with_sharding_constraint(batch, NamedSharding(self.mesh, P(AXIS)))
@@ -204,14 +222,7 @@ class Learner(OnMesh):
     )
     buffer = replay_lib.add(state.buffer, records, drop_invalid=True)
     # The buffer is fixed during the updates: derive its targets once.
-    prepared = replay_lib.prepare(
-      buffer,
-      K=tc.unroll_steps,
-      num_players=self.env.num_players,
-      payoff=self.env.payoff,
-      td_steps=tc.td_steps,
-      discount=self.config.discount,
-    )
+    prepared = self._prepare(buffer)
     ready = (jnp.min(buffer.count) >= tc.min_replay) & jnp.any(prepared.start_ok)
     update = functools.partial(self._update, prepared=prepared)
     (params, opt_state), metrics = jax.lax.scan(

@@ -11,7 +11,7 @@ top-level settings:
     train:   {...}                               # TrainConfig below
     seed: 0
     discount: 1.0    # the return's discount: the tree's edges and the value targets
-    agent: ndmz      # ndmz | alphazero | tdlambda (AGENTS)
+    agent: ndmz      # ndmz | alphazero | tdlambda | stochastic_muzero (AGENTS)
 
 The discount is set once: `Config` hands it to the search (`search.discount`
 is not a key of the file). Configs saved before it moved (with equal
@@ -45,8 +45,9 @@ LR_SCHEDULES = ("constant", "cosine")
 # The agents (`agent:` at the top level; `anakin_mz.agents` builds each):
 # ndmz: NDMZ, a learned model with chance and turn order (the default);
 # alphazero: AlphaZero, the same search with the real game as its model;
-# tdlambda: TD(lambda) self-play of a value network, 1-ply expectimax play.
-AGENTS = ("ndmz", "alphazero", "tdlambda")
+# tdlambda: TD(lambda) self-play of a value network, 1-ply expectimax play;
+# stochastic_muzero: Stochastic MuZero, afterstates and learned chance codes.
+AGENTS = ("ndmz", "alphazero", "tdlambda", "stochastic_muzero")
 
 
 # The agents that plan or look ahead with the real game (`env.step`).
@@ -61,14 +62,15 @@ def supported_agents(env: envs.Env) -> Tuple[str, ...]:
     draw carried in the state, a future no player can know; a search or
     lookahead through it would plan with that knowledge, so the agents of
     TRUE_MODEL_AGENTS are refused there.
-  * TD(lambda) follows one value from player 0's view, which a zero-sum game
-    with more than two players lacks.
+  * TD(lambda) follows one value from player 0's view, and Stochastic
+    MuZero flips the value's sign where the mover changes, both of which a
+    zero-sum game with more than two players lacks.
   """
   agents = AGENTS
   if env.hidden_chance:
     agents = tuple(a for a in agents if a not in TRUE_MODEL_AGENTS)
   if env.payoff == "zero_sum" and env.num_players > 2:
-    agents = tuple(a for a in agents if a != "tdlambda")
+    agents = tuple(a for a in agents if a not in ("tdlambda", "stochastic_muzero"))
   return agents
 
 
@@ -213,6 +215,8 @@ class Config:
         "agent alphazero needs search.terminal_nodes: true (the game's terminal "
         "nodes are never expanded); remove search.terminal_nodes=false"
       )
+    if self.agent == "stochastic_muzero":
+      self._check_stochastic_muzero()
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:
@@ -220,6 +224,19 @@ class Config:
         f"search.discount ({self.search.discount}) differs from discount "
         f"({self.discount}): build the search section with the config's discount"
       )
+
+  def _check_stochastic_muzero(self):
+    """What `anakin_mz.stochastic_muzero` does not implement, refused."""
+    unsupported = {
+      "search.root: gumbel (it searches with mctx.stochastic_muzero_policy's PUCT)": (
+        self.search.root != "puct"
+      ),
+      "train.reanalyse_fraction > 0": self.train.reanalyse_fraction > 0,
+      "network.kind: resnet (use mlp or conv)": self.network.kind == "resnet",
+    }
+    bad = [name for name, refused in unsupported.items() if refused]
+    if bad:
+      raise ValueError(f"agent stochastic_muzero does not support {'; '.join(bad)}")
 
   def make_env(self) -> envs.Env:
     """The configured game."""

@@ -43,6 +43,8 @@ class LossConfig:
     value_weight, reward_weight, policy_weight, chance_weight,
     identity_weight: multipliers of each term (all 1 in the paper).
     l2: c, the L2 coefficient on the kernels.
+    commitment_weight: agent stochastic_muzero's chance-code commitment
+      term (`anakin_mz.stochastic_muzero`; it also reads the others).
   """
 
   value_weight: float = 1.0
@@ -51,6 +53,7 @@ class LossConfig:
   chance_weight: float = 1.0
   identity_weight: float = 1.0
   l2: float = 1e-4
+  commitment_weight: float = 1.0
 
   def __post_init__(self):
     for f in dataclasses.fields(self):

@@ -76,6 +76,8 @@ class NetworkConfig:
     normalize_latent: min-max scale each latent to [0, 1].
     dynamics_grad_scale: gradient factor entering each dynamics step in
       `unroll` (MuZero: 0.5).
+    chance_codes: C, the chance codes of agent stochastic_muzero (0: the
+      game's `num_chance_outcomes`); other agents do not read it.
   """
 
   kind: str = "mlp"
@@ -91,6 +93,7 @@ class NetworkConfig:
   support_size: int = 10
   normalize_latent: bool = True
   dynamics_grad_scale: float = 0.5
+  chance_codes: int = 0
 
   def __post_init__(self):
     object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -109,6 +112,10 @@ class NetworkConfig:
       raise ValueError(f"hidden widths must be >= 1, got {self.hidden}")
     if not self.conv_channels or any(c < 1 for c in self.conv_channels):
       raise ValueError(f"conv_channels must be one or more widths >= 1, got {self.conv_channels}")
+    if int(self.chance_codes) < 0:
+      raise ValueError(
+        f"chance_codes must be >= 0 (0: the game's outcomes), got {self.chance_codes}"
+      )
     if not 0.0 <= self.dynamics_grad_scale <= 1.0:
       raise ValueError(f"dynamics_grad_scale must be in [0, 1], got {self.dynamics_grad_scale}")
 

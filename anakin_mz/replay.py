@@ -316,6 +316,19 @@ class _Lanes:
     self.start_ok = self.decision & (self.done_at_end | (self.time + k <= self.segment_end))
 
 
+def _backward_sums(a: chex.Array, b: chex.Array) -> chex.Array:
+  """G with `G_i = b_i + a_i G_{i+1}` along axis 0 (G past the end is 0): a
+  linear recurrence solved by a parallel scan. `a` broadcasts against `b`."""
+
+  def compose(later, earlier):
+    a_l, b_l = later
+    a_e, b_e = earlier
+    return a_e * a_l, b_e + a_e * b_l
+
+  a = jnp.broadcast_to(a, b.shape)
+  return jax.lax.associative_scan(compose, (a, b), reverse=True, axis=0)[1]
+
+
 def _values_by_player(
   values: chex.Array, player: chex.Array, num_players: int, payoff: str
 ) -> chex.Array:
@@ -337,13 +350,7 @@ def _returns(
   stops = lanes.terminated | lanes.bootstrap | (lanes.segment_end == lanes.time) | ~lanes.valid
   a = jnp.where(stops, 0.0, discount)[..., None]
   b = jnp.where(lanes.bootstrap[..., None], boot, rewards)
-
-  def compose(later, earlier):
-    a_l, b_l = later
-    a_e, b_e = earlier
-    return a_e * a_l, b_e + a_e * b_l
-
-  _, mc = jax.lax.associative_scan(compose, (a, b), reverse=True, axis=0)
+  mc = _backward_sums(a, b)
   if td_steps == 0:
     return mc
   # n-step: G^n_j = G_j - d^(b-j) (G_b - V_b), b = first decision >= j + n in
@@ -567,4 +574,156 @@ def targets_at(
   chex.assert_shape([batch.target_value, batch.policy_mask, batch.chance_mask], (n, K + 1))
   chex.assert_shape(batch.target_policy, (n, K + 1, num_actions))
   chex.assert_shape(batch.target_chance, (n, K + 1, num_chance))
+  return batch
+
+
+# ------------------------------------------- decision-to-decision unrolls
+
+
+@chex.dataclass(frozen=True)
+class DecisionBatch:
+  """N training samples of a K-step unroll over *decision* steps (Stochastic
+  MuZero, `anakin_mz.stochastic_muzero`): step k goes from the k-th decision
+  d_k of the sample to the next one, d_{k+1}, through every chance node in
+  between. Past the episode's end: value, reward and turn 0, policy masked,
+  a uniformly random player action and an all-zero next observation.
+
+  Attributes:
+    observation: `[N, *obs]` at d_0, the sampled start.
+    actions: int32 `[N, K]` the player action taken at d_k.
+    next_observation: `[N, K, *obs]` the observation at d_{k+1} (the input
+      of the chance-code encoder); all zeros where the episode ended first.
+    target_value: `[N, K+1]` value target at d_k, from d_k's mover's view.
+    target_reward: `[N, K]` rewards from d_k up to d_{k+1} (or the end),
+      discounted per transition, from d_k's mover's view.
+    target_policy: `[N, K+1, A]` search visits at d_k; policy_mask `[N, K+1]`
+      bool (d_k is before the episode's end).
+    target_turn: int32 `[N, K]` 1 where the mover at d_{k+1} is not d_k's
+      mover, else 0 (the episode ended first: 0).
+  """
+
+  observation: chex.Array
+  actions: chex.Array
+  next_observation: chex.Array
+  target_value: chex.Array
+  target_reward: chex.Array
+  target_policy: chex.Array
+  policy_mask: chex.Array
+  target_turn: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class DecisionPrepared:
+  """The whole-buffer facts `sample_decisions` draws from (`prepare_decisions`).
+
+  Attributes:
+    base: the transition-level `Prepared` (values, segments, slots).
+    next_decision: int32 `[L, B]` logical order: the first decision step
+      after each step (L: none in the lane's data).
+    reward_to_next: float32 `[L, B, P]`: rewards from each step up to the
+      next decision step or the end of its segment, discounted per
+      transition, per absolute player.
+    start_ok: bool `[L, B]`: decision steps whose K next decisions are known
+      (or whose episode ends first).
+  """
+
+  base: Prepared
+  next_decision: chex.Array
+  reward_to_next: chex.Array
+  start_ok: chex.Array
+
+
+def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> DecisionPrepared:
+  """The decision-to-decision facts of the buffer `prepared` was derived from
+  (O(K L B) gathers and one parallel scan)."""
+  buffer = prepared.buffer
+  cap = buffer.capacity
+  lane = jnp.arange(buffer.num_lanes)[None, :]
+  time = jnp.broadcast_to(jnp.arange(cap)[:, None], prepared.valid.shape)
+  never = jnp.int32(cap)
+  at_or_after = _rev_cummin(jnp.where(prepared.decision, time, never))
+  next_decision = jnp.concatenate([at_or_after[1:], jnp.full_like(at_or_after[:1], never)])
+  # A chain of decisions stays in its segment: a later one belongs to the
+  # next episode (or is unknown).
+  chain = time
+  for _ in range(K):
+    chain = jnp.where(
+      chain < cap, jnp.take_along_axis(next_decision, jnp.minimum(chain, cap - 1), axis=0), never
+    )
+  done = prepared.valid & buffer.data.done[prepared.phys, lane]
+  done_at_end = jnp.take_along_axis(done, jnp.minimum(prepared.end, cap - 1), axis=0)
+  start_ok = prepared.decision & (done_at_end | (chain <= prepared.end))
+  # Rewards up to the next decision: the recurrence stops before a decision
+  # step and at the segment's end.
+  valid_next = jnp.concatenate([prepared.valid[1:], jnp.zeros_like(prepared.valid[:1])])
+  decision_next = jnp.concatenate([prepared.decision[1:], jnp.zeros_like(prepared.decision[:1])])
+  goes_on = prepared.valid & valid_next & ~decision_next & (prepared.end > time)
+  rewards = jnp.where(prepared.valid[..., None], buffer.data.rewards[prepared.phys, lane], 0.0)
+  reward_to_next = _backward_sums(jnp.where(goes_on, discount, 0.0)[..., None], rewards)
+  return DecisionPrepared(
+    base=prepared, next_decision=next_decision, reward_to_next=reward_to_next, start_ok=start_ok
+  )
+
+
+def sample_decisions(
+  dprepared: DecisionPrepared, key: chex.PRNGKey, batch_size: int, *, K: int, num_actions: int
+) -> DecisionBatch:
+  """`batch_size` starts drawn uniformly (with replacement) among
+  `dprepared.start_ok`, and their K-step decision unrolls (`DecisionBatch`)."""
+  if K < 0 or batch_size < 1:
+    raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
+  prepared = dprepared.base
+  i, lane, k_act = sample_starts(prepared.replace(start_ok=dprepared.start_ok), key, batch_size)
+  return decisions_at(dprepared, i, lane, k_act, K=K, num_actions=num_actions)
+
+
+def decisions_at(
+  dprepared: DecisionPrepared,
+  i: chex.Array,
+  lane: chex.Array,
+  key: chex.PRNGKey,
+  *,
+  K: int,
+  num_actions: int,
+) -> DecisionBatch:
+  """The `DecisionBatch` of the starts at logical times `i` `[N]` of lanes
+  `lane` `[N]`; `key` draws the actions past the end. Meaningful where
+  `dprepared.start_ok[i, lane]`."""
+  prepared = dprepared.base
+  data = prepared.buffer.data
+  cap = prepared.buffer.capacity
+  n = i.shape[0]
+  end = prepared.end[i, lane]  # [N]
+  times, alive = [i], [jnp.ones((n,), jnp.bool_)]
+  for _ in range(K):
+    nxt = dprepared.next_decision[jnp.minimum(times[-1], cap - 1), lane]
+    alive.append(alive[-1] & (nxt <= end))
+    times.append(nxt)
+  pos = jnp.minimum(jnp.stack(times, axis=1), cap - 1)  # [N, K+1] logical times
+  alive = jnp.stack(alive, axis=1)
+  lane_k = lane[:, None]
+  slot = prepared.phys[pos, lane_k]
+  player = jnp.maximum(data.player[slot, lane_k], 0)  # a decision's mover where alive
+  mine = lambda x: jnp.take_along_axis(x, player[..., None], axis=-1)[..., 0]
+  value = mine(prepared.values[pos, lane_k])
+  reward = mine(dprepared.reward_to_next[pos, lane_k])[:, :K]
+  random_actions = jax.random.randint(key, (n, K), 0, num_actions)
+  actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k], random_actions)
+  next_alive = alive[:, 1:]
+  obs = data.observation[slot[:, 1:], lane_k]
+  next_obs = jnp.where(next_alive.reshape(next_alive.shape + (1,) * (obs.ndim - 2)), obs, 0.0)
+  turn = next_alive & (player[:, 1:] != player[:, :K])
+  batch = DecisionBatch(
+    observation=data.observation[slot[:, 0], lane],
+    actions=actions.astype(jnp.int32),
+    next_observation=next_obs,
+    target_value=jnp.where(alive, value, 0.0),
+    target_reward=jnp.where(alive[:, :K], reward, 0.0),
+    target_policy=jnp.where(alive[..., None], data.search_policy[slot, lane_k], 0.0),
+    policy_mask=alive,
+    target_turn=turn.astype(jnp.int32),
+  )
+  chex.assert_shape([batch.actions, batch.target_reward, batch.target_turn], (n, K))
+  chex.assert_shape([batch.target_value, batch.policy_mask], (n, K + 1))
+  chex.assert_shape(batch.next_observation, (n, K) + data.observation.shape[2:])
   return batch

@@ -351,18 +351,7 @@ def ndmz_search(
     )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
-  # Root prior: the same noise scheme as mctx.muzero_policy, then padded.
-  probs = jax.nn.softmax(root.policy_logits)
-  if config.dirichlet_fraction > 0:  # (skipping it saves compile time only)
-    probs = _add_dirichlet_noise(
-      dirichlet_key,
-      probs,
-      dirichlet_alpha=float(config.dirichlet_alpha),
-      dirichlet_fraction=float(config.dirichlet_fraction),
-      legal=legal if config.dirichlet_legal_only else None,
-    )
-  noisy_logits = _logits_from_probs(probs)
-  root_prior = _pad(_mask_invalid_actions(noisy_logits, invalid), num_slots)
+  root_prior = _pad(add_root_noise(dirichlet_key, root.policy_logits, legal, config), num_slots)
   root_invalid = _pad(invalid.astype(root_prior.dtype), num_slots, 1.0)
   select = functools.partial(
     _select,
@@ -387,8 +376,48 @@ def ndmz_search(
     config=config,
   )
 
-  visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions]
-  visits = jnp.where(legal, visits, 0).astype(root.value.dtype)
+  visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(root.value.dtype)
+  action, action_weights = select_action(rng_key, visits, root.policy_logits, legal, temperature)
+  return SearchOutput(
+    action=action,
+    action_weights=action_weights,
+    root_value=tree.node_values[:, tree.ROOT_INDEX],
+    search_tree=tree,
+  )
+
+
+def add_root_noise(
+  rng_key: chex.PRNGKey, policy_logits: chex.Array, legal: chex.Array, config: SearchConfig
+) -> chex.Array:
+  """The PUCT root's prior logits `[B, A]`: the policy mixed with Dirichlet
+  noise as `mctx.muzero_policy` mixes it (over the legal moves only with
+  `config.dirichlet_legal_only`), illegal moves at the masking logit."""
+  probs = jax.nn.softmax(policy_logits)
+  if config.dirichlet_fraction > 0:  # (skipping it saves compile time only)
+    probs = _add_dirichlet_noise(
+      rng_key,
+      probs,
+      dirichlet_alpha=float(config.dirichlet_alpha),
+      dirichlet_fraction=float(config.dirichlet_fraction),
+      legal=legal if config.dirichlet_legal_only else None,
+    )
+  return _mask_invalid_actions(_logits_from_probs(probs), jnp.logical_not(legal))
+
+
+def select_action(
+  rng_key: chex.PRNGKey,
+  visits: chex.Array,
+  prior_logits: chex.Array,
+  legal: chex.Array,
+  temperature: Union[float, chex.Array],
+):
+  """The PUCT root's move from its visit counts `visits` `[B, A]`: (action
+  `[B]` int32, action_weights `[B, A]`). The weights are the visit
+  distribution over the legal moves (uniform over them where nothing was
+  visited, over all moves where none is legal); the move is drawn with
+  probabilities `weights ** (1 / temperature)`, or at temperature 0 the most
+  visited legal move, ties broken by `prior_logits`, then the first."""
+  visits = jnp.where(legal, visits, 0)
   total = jnp.sum(visits, axis=-1, keepdims=True)
   any_legal = jnp.any(legal, axis=-1, keepdims=True)
   fallback = jnp.where(any_legal, legal, True).astype(visits.dtype)
@@ -399,14 +428,9 @@ def ndmz_search(
   sampled = jax.random.categorical(
     rng_key, _apply_temperature(_logits_from_probs(action_weights), temperature[..., None])
   )
-  greedy = _greedy(action_weights, root.policy_logits, legal)
+  greedy = _greedy(action_weights, prior_logits, legal)
   action = jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
-  return SearchOutput(
-    action=action,
-    action_weights=action_weights,
-    root_value=tree.node_values[:, tree.ROOT_INDEX],
-    search_tree=tree,
-  )
+  return action, action_weights
 
 
 def _run_tree(

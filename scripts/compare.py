@@ -51,7 +51,11 @@ def main(argv=None) -> int:
   parser.add_argument("--env", help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--config", default=None, help="YAML config (default configs/<env>.yaml)")
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides for every run")
-  parser.add_argument("--agents", default="ndmz", help="comma-separated, e.g. ndmz,alphazero")
+  parser.add_argument(
+    "--agents",
+    default="ndmz",
+    help="comma-separated, of ndmz, alphazero, tdlambda, stochastic_muzero",
+  )
   parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each")
   budget = parser.add_mutually_exclusive_group()
   budget.add_argument("--env-steps", type=_number, help="budget: env steps per run")

@@ -4,7 +4,7 @@
     python scripts/train.py --env=catch train.total_updates=2000 search.num_simulations=16
     python scripts/train.py --env=nannon --minutes 60 --logdir runs/nannon
     python scripts/train.py --env=nannon --logdir runs/nannon --resume
-    python scripts/train.py --env=nannon --agent=alphazero   # or --agent=tdlambda
+    python scripts/train.py --env=nannon --agent=alphazero   # tdlambda, stochastic_muzero
 
 The config is `configs/<env>.yaml` unless --config is given; `section.key=value`
 arguments override it, before or after the options. Numbers may be written
@@ -51,7 +51,8 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--agent",
     default=None,
-    help="ndmz (default), alphazero or tdlambda: shorthand for the override agent=NAME",
+    help="ndmz (default), alphazero, tdlambda or stochastic_muzero: shorthand for the "
+    "override agent=NAME",
   )
   parser.add_argument(
     "--updates",

@@ -60,7 +60,8 @@ def evaluate_checkpoint(
   if diagnostics and agent.config.agent != "ndmz":
     raise ValueError(
       f"--diagnostics tests a learned model; this checkpoint's agent "
-      f"{agent.config.agent!r} plans with the real game (only ndmz checkpoints have one)"
+      f"{agent.config.agent!r} has no NDMZ model, whose identity and chance heads they test "
+      "(only ndmz checkpoints have one)"
     )
   env = agent.env
   search = agent.config.search
@@ -78,7 +79,7 @@ def evaluate_checkpoint(
     "checkpoint": os.path.abspath(directory),
     "step": agent.step,
     "agent": agent_kind,
-    "algorithm": agent.config.agent,  # ndmz, alphazero or tdlambda: whose policy plays
+    "algorithm": agent.config.agent,  # the config's agent (AGENTS): whose policy plays
     "simulations": search.num_simulations if agent_kind == "search" else 0,
   }
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))

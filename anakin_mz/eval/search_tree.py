@@ -281,7 +281,17 @@ def show(
 ) -> Tuple[str, str]:
   """One greedy search (no root noise) of `agent` at the decision state after
   `moves` random transitions (`position`), key `PRNGKey(seed)`. Returns
-  (the board and the tree as text, the tree as an SVG document)."""
+  (the board and the tree as text, the tree as an SVG document).
+
+  Raises:
+    ValueError: the agent's search is not the NDMZ tree (tdlambda has no
+      tree; stochastic_muzero's is mctx's, without NDMZ's node kinds).
+  """
+  if agent.config.agent not in ("ndmz", "alphazero"):
+    raise ValueError(
+      f"show_search draws the NDMZ search tree (agents ndmz and alphazero); this "
+      f"checkpoint's agent is {agent.config.agent!r}"
+    )
   env = agent.env
   config = act.eval_search_config(agent.config.search)
   if simulations is not None:

@@ -1,0 +1,434 @@
+"""Stochastic MuZero (Antonoglou et al. 2022, "Planning in Stochastic
+Environments with a Learned Model") as an agent (`agent: stochastic_muzero`).
+
+The model, six small nets (params `{"h", "f", "phi", "psi", "g", "e"}`):
+
+    h(observation)   -> state s                      (representation)
+    f(s)             -> policy logits p, value v      (prediction)
+    phi(s, a)        -> afterstate as                 (afterstate dynamics)
+    psi(as)          -> afterstate value Q, code prior sigma over C codes
+    g(as, c)         -> next state s', reward r, turn logits
+    e(observation)   -> code c, one-hot over C        (encoder)
+
+The codebook is the C one-hot vectors. `e` gives logits; the code is the
+one-hot of their argmax with a straight-through gradient (the forward pass
+sees the one-hot, the backward pass the softmax), as in the paper. C is
+`network.chance_codes` (0: the game's `num_chance_outcomes`; a game whose
+chance is hidden in its transition, gymnax and pgx's backgammon, declares one
+outcome, so set it there, or the model is deterministic). The nets are
+the NDMZ MLP blocks of `networks.py` (SELU, LeCun normal, latents min-max
+scaled); h may be the "conv" kind's torso, the rest are MLPs.
+
+Search: `mctx.stochastic_muzero_policy`: decision nodes hold states (PUCT
+over the policy, the root's illegal moves masked), chance nodes hold
+afterstates (children chosen by mctx's deterministic `argmax sigma / (N + 1)`).
+A simulation expands one node, so `search.num_simulations` counts decision
+and chance nodes alike, as the NDMZ search does. The root prior's Dirichlet
+noise and the move's draw are the NDMZ search's (`search.add_root_noise`,
+`search.select_action`), so the two agents explore alike.
+
+Value sign. mctx backs up `Q = r + discount * V(child)` and its PUCT
+maximises, so every node's value must be from the view of the player who
+chooses there. The game's turn order does not alternate (a Nannon player
+with no legal move forfeits: the same player moves twice), so a fixed
+discount of -1 would be wrong. We use per-edge discounts instead:
+
+* decision -> afterstate: mctx's reward 0 and discount +1, so an afterstate's
+  value (and Q) is from the view of the player who just moved;
+* afterstate -> next state: `g` also predicts, by a learned two-class "turn"
+  head, whether the next state's mover differs from the afterstate's mover;
+  the edge's discount is `discount * (-1 if it does else +1)` (argmax of the
+  head) in two-player zero-sum games, `discount` otherwise. The reward `r`
+  is from the view of the player who moved.
+
+The turn head is learned (trained to the recorded movers, `identity_weight`),
+so the tree uses no ground truth beyond what NDMZ's does: the root's legal
+moves. (The paper's own games, 2048 and single-player, and backgammon, which
+strictly alternates, did not need this; a fixed perspective would not help,
+since a node must still know whose side it maximises for.)
+
+Training (`smz_loss`), a K-step unroll over decision steps
+(`replay.sample_decisions`): the replay records every transition, decision
+and chance ones alike. Step k of an SMZ unroll is one decision d_k, its
+action a_k, and the whole run of chance transitions up to the next decision
+d_{k+1}: the encoder sees the observation at d_{k+1} (all zeros where the
+episode ended first), so one learned code stands for the whole chance run
+(several dice rolls where a turn was forfeited). The terms, each summed over
+k and averaged over the batch like NDMZ's eq. (1):
+
+* value (k = 0..K) and afterstate value Q (k = 0..K-1), both to the value
+  target at d_k from d_k's mover's view (`loss.value_loss`, `value_weight`);
+* reward (k = 0..K-1) to the rewards from d_k to d_{k+1} (`reward_weight`);
+* policy to the search visits at d_k, before the episode's end
+  (`policy_weight`);
+* sigma: cross-entropy of the code prior sigma^k to the encoder's code of
+  d_{k+1} (`chance_weight`; the code is a fixed target here, so sigma
+  learns to predict the encoder, not the reverse);
+* commitment: `||c - softmax(e)||^2` with the one-hot c held fixed
+  (`commitment_weight`): it pulls the encoder's distribution to its own
+  one-hot code (a straight-through c would give it no gradient);
+* turn: cross-entropy of the turn head (`identity_weight`);
+* L2 (`loss.l2_norm_squared`).
+
+The encoder learns through the straight-through code that `g` reads: the
+value, reward, policy and turn terms after the chance step shape it.
+
+With `discount < 1` a decision's rewards and the next state's value are
+discounted per transition in the targets, but by one `discount` per chance
+edge in the tree; the two agree for the default `discount: 1` (every board
+game here) and where no chance node lies between decisions.
+
+Not supported (refused by the config): the Gumbel root, reanalyse, the
+"resnet" network kind and zero-sum games of more than two players.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple, Union
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import mctx
+import optax
+
+import envs
+from anakin_mz import value_transform
+from anakin_mz.loss import LossConfig, l2_norm_squared, value_loss
+from anakin_mz.networks import (
+  NetworkConfig,
+  _ConvRepresentation,
+  _dense,
+  _fill_params,
+  _min_max,
+  _MLP,
+  _MLPRepresentation,
+  scale_gradient,
+)
+from anakin_mz.replay import DecisionBatch
+from anakin_mz.search import SearchConfig, SearchOutput, add_root_noise, select_action
+from anakin_mz.types import ModelOutput, Params
+
+NUM_TURN = 2  # turn head classes: 0 the same mover, 1 another mover
+
+
+@chex.dataclass(frozen=True)
+class SMZUnroll:
+  """`StochasticNetwork.unroll` along K decision steps. V is 1 for scalar
+  heads, else the support size; C the number of codes.
+
+  Attributes:
+    value_logits: `[N, K+1, V]` value of the states at depths 0..K.
+    policy_logits: `[N, K+1, A]` policy at depths 0..K.
+    q_logits: `[N, K, V]` value of the afterstates at depths 0..K-1.
+    sigma_logits: `[N, K, C]` code prior of the afterstates.
+    reward_logits: `[N, K, V]` reward of the chance step into depths 1..K.
+    turn_logits: `[N, K, 2]` turn head of the chance step into depths 1..K.
+    code: `[N, K, C]` the encoder's code of depths 1..K (one-hot forward,
+      softmax gradient).
+    code_probs: `[N, K, C]` the encoder's softmax.
+  """
+
+  value_logits: chex.Array
+  policy_logits: chex.Array
+  q_logits: chex.Array
+  sigma_logits: chex.Array
+  reward_logits: chex.Array
+  turn_logits: chex.Array
+  code: chex.Array
+  code_probs: chex.Array
+
+
+def straight_through_code(logits: chex.Array) -> Tuple[chex.Array, chex.Array]:
+  """`[..., C]` encoder logits -> (the one-hot of their argmax, forward, with
+  the softmax's gradient, backward; the softmax)."""
+  probs = jax.nn.softmax(logits)
+  one_hot = jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=probs.dtype)
+  return probs + jax.lax.stop_gradient(one_hot - probs), probs
+
+
+class _Heads(nn.Module):
+  """`_MLP` on the concatenated inputs, then one dense head per size; the
+  first head is a latent (min-max scaled if `normalize`) when `latent`."""
+
+  hidden: Tuple[int, ...]
+  sizes: Tuple[int, ...]
+  latent: bool = False
+  normalize: bool = True
+
+  @nn.compact
+  def __call__(self, *inputs):
+    x = jnp.concatenate([i.reshape((i.shape[0], -1)) for i in inputs], axis=-1)
+    x = _MLP(self.hidden)(x)
+    outs = [_dense(size)(x) for size in self.sizes]
+    if self.latent and self.normalize:
+      outs[0] = _min_max(outs[0])
+    return tuple(outs)
+
+
+class StochasticNetwork:
+  """h, f, phi, psi, g and e for one env (module docstring). Pure and
+  jittable in `params` and the arrays; the object itself is static."""
+
+  def __init__(self, env: envs.Env, config: NetworkConfig = NetworkConfig()):
+    if config.kind not in ("mlp", "conv"):
+      raise ValueError(
+        f"agent stochastic_muzero needs network.kind mlp or conv, got {config.kind!r}"
+      )
+    self.config = config
+    self.num_players = env.num_players
+    self.num_actions = env.num_actions
+    self.num_codes = config.chance_codes or env.num_chance_outcomes
+    self.flip = env.payoff == "zero_sum"
+    self.observation_shape = tuple(env.observation_shape)
+    self._input_shape = self.observation_shape
+    if config.kind == "conv":
+      if len(self.observation_shape) == 2:
+        self._input_shape = self.observation_shape + (1,)
+      elif len(self.observation_shape) != 3:
+        raise ValueError(
+          f"conv needs [H, W, C] (or [H, W]) observations; env {env.id!r} has shape "
+          f"{self.observation_shape}. Use kind='mlp'."
+        )
+    c, d, v = config, config.latent_dim, config.value_size
+    self._h = (_MLPRepresentation if c.kind == "mlp" else _ConvRepresentation)(c)
+    self._f = _Heads(c.hidden, (self.num_actions, v))
+    self._phi = _Heads(c.hidden, (d,), latent=True, normalize=c.normalize_latent)
+    self._psi = _Heads(c.hidden, (v, self.num_codes))
+    self._g = _Heads(c.hidden, (d, v, NUM_TURN), latent=True, normalize=c.normalize_latent)
+    self._e = _Heads(c.hidden, (self.num_codes,))
+
+  # Parameters.
+  def init(self, key: chex.PRNGKey) -> Params:
+    """Fresh parameters: kernels LeCun normal, biases 0 (one normal draw for
+    all kernels, as `networks.Network.init`)."""
+    shapes = jax.eval_shape(self._flax_init, jax.random.PRNGKey(0))
+    return jax.jit(lambda k: _fill_params(shapes, k))(key)
+
+  def _flax_init(self, key: chex.PRNGKey) -> Params:
+    keys = jax.random.split(key, 6)
+    obs = self._prepare(jnp.zeros((1,) + self.observation_shape, jnp.float32))
+    s = jnp.zeros((1, self.config.latent_dim), jnp.float32)
+    a = jnp.zeros((1, self.num_actions), jnp.float32)
+    code = jnp.zeros((1, self.num_codes), jnp.float32)
+    return {
+      "h": self._h.init(keys[0], obs),
+      "f": self._f.init(keys[1], s),
+      "phi": self._phi.init(keys[2], s, a),
+      "psi": self._psi.init(keys[3], s),
+      "g": self._g.init(keys[4], s, code),
+      "e": self._e.init(keys[5], obs),
+    }
+
+  def _prepare(self, observation: chex.Array) -> chex.Array:
+    observation = jnp.asarray(observation, jnp.float32)
+    return observation.reshape(observation.shape[:1] + self._input_shape)
+
+  # The six functions.
+  def represent(self, params: Params, observation: chex.Array) -> chex.Array:
+    """h: `[B, *obs]` -> state `[B, D]`."""
+    return self._h.apply(params["h"], self._prepare(observation))
+
+  def predict(self, params: Params, state: chex.Array) -> Tuple[chex.Array, chex.Array]:
+    """f: state -> (policy logits `[B, A]`, value logits `[B, V]`)."""
+    return self._f.apply(params["f"], state)
+
+  def afterstate(self, params: Params, state: chex.Array, action: chex.Array) -> chex.Array:
+    """phi: state `[B, D]`, player action `[B]` -> afterstate `[B, D]`."""
+    one_hot = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)
+    return self._phi.apply(params["phi"], state, one_hot)[0]
+
+  def afterstate_predict(self, params: Params, afterstate: chex.Array):
+    """psi: afterstate -> (Q logits `[B, V]`, code prior logits `[B, C]`)."""
+    return self._psi.apply(params["psi"], afterstate)
+
+  def dynamics(self, params: Params, afterstate: chex.Array, code: chex.Array):
+    """g: afterstate `[B, D]`, code `[B, C]` (one-hot) -> (state `[B, D]`,
+    reward logits `[B, V]`, turn logits `[B, 2]`)."""
+    return self._g.apply(params["g"], afterstate, code)
+
+  def encode(self, params: Params, observation: chex.Array) -> Tuple[chex.Array, chex.Array]:
+    """e: `[B, *obs]` -> (straight-through code `[B, C]`, softmax `[B, C]`)."""
+    return straight_through_code(self._e.apply(params["e"], self._prepare(observation))[0])
+
+  def to_scalar(self, logits: chex.Array) -> chex.Array:
+    """`[..., V]` value/reward head output -> `[...]` scalars."""
+    if self.config.value_head == "scalar":
+      return logits[..., 0]
+    return value_transform.logits_to_scalar(logits, self.config.support_size)
+
+  # The search.
+  def root(self, params: Params, observation: chex.Array) -> ModelOutput:
+    """h then f on `[B, *obs]` as a `types.ModelOutput` (what the greedy
+    policy, `play.py` and the search read: policy, value, embedding)."""
+    state = self.represent(params, observation)
+    policy, value = self.predict(params, state)
+    batch = policy.shape[0]
+    return ModelOutput(
+      reward=jnp.zeros((batch,), jnp.float32),
+      value=self.to_scalar(value),
+      policy_logits=policy,
+      chance_logits=jnp.zeros((batch, self.num_codes), jnp.float32),
+      identity_logits=jnp.zeros((batch, self.num_players + 2), jnp.float32),
+      embedding=state,
+    )
+
+  def decision_recurrent(self, params: Params, rng_key, action, state):
+    """mctx's `DecisionRecurrentFn`: phi then psi."""
+    del rng_key
+    afterstate = self.afterstate(params, state, action)
+    q, sigma = self.afterstate_predict(params, afterstate)
+    out = mctx.DecisionRecurrentFnOutput(chance_logits=sigma, afterstate_value=self.to_scalar(q))
+    return out, afterstate
+
+  def chance_recurrent(self, params: Params, rng_key, code, afterstate, *, discount: float):
+    """mctx's `ChanceRecurrentFn`: g then f. The edge's discount is
+    `discount`, negated where the turn head says the mover changes in a
+    zero-sum game (module docstring)."""
+    del rng_key
+    one_hot = jax.nn.one_hot(code, self.num_codes, dtype=afterstate.dtype)
+    state, reward, turn = self.dynamics(params, afterstate, one_hot)
+    policy, value = self.predict(params, state)
+    changes = self.flip & (jnp.argmax(turn, axis=-1) == 1)
+    out = mctx.ChanceRecurrentFnOutput(
+      action_logits=policy,
+      value=self.to_scalar(value),
+      reward=self.to_scalar(reward),
+      discount=jnp.where(changes, -discount, discount).astype(state.dtype),
+    )
+    return out, state
+
+  # Training.
+  def unroll(
+    self,
+    params: Params,
+    observation: chex.Array,
+    actions: chex.Array,
+    next_observation: chex.Array,
+  ) -> SMZUnroll:
+    """h, then K steps of phi, psi, e, g and f along `actions` `[N, K]`, the
+    encoder reading `next_observation` `[N, K, *obs]`. The state's gradient
+    is scaled by `config.dynamics_grad_scale` as it enters each step (as
+    `networks.Network.unroll`)."""
+    n, k = actions.shape
+    state = self.represent(params, observation)
+    policy0, value0 = self.predict(params, state)
+    flat = next_observation.reshape((n * k,) + next_observation.shape[2:])
+    code, probs = self.encode(params, flat)
+    code = code.reshape((n, k, -1))
+    probs = probs.reshape((n, k, -1))
+    scale = self.config.dynamics_grad_scale
+
+    def step(state, inputs):
+      action, code = inputs
+      afterstate = self.afterstate(params, scale_gradient(state, scale), action)
+      q, sigma = self.afterstate_predict(params, afterstate)
+      state, reward, turn = self.dynamics(params, afterstate, code)
+      policy, value = self.predict(params, state)
+      return state, (q, sigma, reward, turn, policy, value)
+
+    xs = (jnp.swapaxes(actions.astype(jnp.int32), 0, 1), jnp.swapaxes(code, 0, 1))
+    _, (q, sigma, reward, turn, policy, value) = jax.lax.scan(step, state, xs)
+    batch_major = lambda x: jnp.swapaxes(x, 0, 1)
+    first = lambda x0, xs: jnp.concatenate([x0[:, None], batch_major(xs)], axis=1)
+    return SMZUnroll(
+      value_logits=first(value0, value),
+      policy_logits=first(policy0, policy),
+      q_logits=batch_major(q),
+      sigma_logits=batch_major(sigma),
+      reward_logits=batch_major(reward),
+      turn_logits=batch_major(turn),
+      code=code,
+      code_probs=probs,
+    )
+
+
+def smz_search(
+  params: Params,
+  rng_key: chex.PRNGKey,
+  network: StochasticNetwork,
+  observation: chex.Array,
+  legal_action_mask: chex.Array,
+  *,
+  config: SearchConfig,
+  temperature: Union[float, chex.Array],
+) -> SearchOutput:
+  """`mctx.stochastic_muzero_policy` from the decision states observed as
+  `observation` `[B, *obs]` with legal moves `legal_action_mask` `[B, A]`.
+
+  The root noise and the move are the NDMZ search's (`search.add_root_noise`,
+  `search.select_action`; mctx's own noise is off and its move unused). Of
+  `config` it reads num_simulations, max_depth, the Dirichlet settings,
+  pb_c_init, pb_c_base and discount. Returns a `SearchOutput` whose tree is
+  mctx's, masked to the A decision slots (`search_tree.embeddings` is an
+  `mctx.StochasticRecurrentState`).
+  """
+  k_action, k_noise, k_search = jax.random.split(rng_key, 3)
+  legal = legal_action_mask.astype(bool)
+  root = network.root(params, observation)
+  prior_logits = add_root_noise(k_noise, root.policy_logits, legal, config)
+  out = mctx.stochastic_muzero_policy(
+    params,
+    k_search,
+    mctx.RootFnOutput(prior_logits=prior_logits, value=root.value, embedding=root.embedding),
+    network.decision_recurrent,
+    lambda p, k, c, a: network.chance_recurrent(p, k, c, a, discount=config.discount),
+    num_simulations=config.num_simulations,
+    invalid_actions=jnp.logical_not(legal),
+    max_depth=config.max_depth,
+    dirichlet_fraction=0.0,
+    pb_c_init=config.pb_c_init,
+    pb_c_base=config.pb_c_base,
+  )
+  tree = out.search_tree
+  visits = tree.children_visits[:, tree.ROOT_INDEX].astype(jnp.float32)
+  action, action_weights = select_action(k_action, visits, root.policy_logits, legal, temperature)
+  return SearchOutput(
+    action=action,
+    action_weights=action_weights,
+    root_value=tree.node_values[:, tree.ROOT_INDEX],
+    search_tree=tree,
+  )
+
+
+def smz_loss(
+  params: Params, network: StochasticNetwork, batch: DecisionBatch, config: LossConfig
+) -> Tuple[chex.Array, Dict[str, chex.Array]]:
+  """The Stochastic MuZero loss on a `replay.DecisionBatch` (module
+  docstring). Returns (loss `[]`, metrics: the terms, `l2`, `total`,
+  `turn_accuracy` and `code_usage`, the share of codes some sample used)."""
+  out = network.unroll(params, batch.observation, batch.actions, batch.next_observation)
+  head, support = network.config.value_head, network.config.support_size
+  mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
+  k = batch.actions.shape[1]
+  code = jax.lax.stop_gradient(out.code)
+  terms = {
+    "value": mean(value_loss(out.value_logits, batch.target_value, head, support)),
+    "q": mean(value_loss(out.q_logits, batch.target_value[:, :k], head, support)),
+    "reward": mean(value_loss(out.reward_logits, batch.target_reward, head, support)),
+    "policy": mean(
+      jnp.where(
+        batch.policy_mask, optax.softmax_cross_entropy(out.policy_logits, batch.target_policy), 0.0
+      )
+    ),
+    "sigma": mean(optax.softmax_cross_entropy(out.sigma_logits, code)),
+    "commitment": mean(jnp.sum(jnp.square(code - out.code_probs), axis=-1)),
+    "turn": mean(
+      optax.softmax_cross_entropy_with_integer_labels(out.turn_logits, batch.target_turn)
+    ),
+  }
+  l2 = config.l2 * l2_norm_squared(params)
+  loss = (
+    config.value_weight * (terms["value"] + terms["q"])
+    + config.reward_weight * terms["reward"]
+    + config.policy_weight * terms["policy"]
+    + config.chance_weight * terms["sigma"]
+    + config.commitment_weight * terms["commitment"]
+    + config.identity_weight * terms["turn"]
+    + l2
+  )
+  hits = jnp.argmax(out.turn_logits, axis=-1) == batch.target_turn
+  used = jnp.any(code.reshape((-1, code.shape[-1])) > 0.5, axis=0)
+  metrics = dict(terms, l2=l2, total=loss, turn_accuracy=jnp.mean(hits), code_usage=jnp.mean(used))
+  return loss, metrics
