@@ -376,8 +376,22 @@ def ndmz_search(
     config=config,
   )
 
-  visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(root.value.dtype)
-  action, action_weights = select_action(rng_key, visits, root.policy_logits, legal, temperature)
+  return search_output(rng_key, tree, root.policy_logits, legal, temperature)
+
+
+def search_output(
+  rng_key: chex.PRNGKey,
+  tree: mctx.Tree,
+  prior_logits: chex.Array,
+  legal: chex.Array,
+  temperature: Union[float, chex.Array],
+) -> SearchOutput:
+  """A finished tree's `SearchOutput`: the move and its weights from the
+  root's visits over the `A = legal.shape[-1]` actions (`select_action`),
+  and the root's value."""
+  num_actions = legal.shape[-1]
+  visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(tree.node_values.dtype)
+  action, action_weights = select_action(rng_key, visits, prior_logits, legal, temperature)
   return SearchOutput(
     action=action,
     action_weights=action_weights,

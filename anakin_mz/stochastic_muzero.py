@@ -25,7 +25,7 @@ afterstates (children chosen by mctx's deterministic `argmax sigma / (N + 1)`).
 A simulation expands one node, so `search.num_simulations` counts decision
 and chance nodes alike, as the NDMZ search does. The root prior's Dirichlet
 noise and the move's draw are the NDMZ search's (`search.add_root_noise`,
-`search.select_action`), so the two agents explore alike.
+`search.search_output`), so the two agents explore alike.
 
 Value sign. mctx backs up `Q = r + discount * V(child)` and its PUCT
 maximises, so every node's value must be from the view of the player who
@@ -107,7 +107,7 @@ from anakin_mz.networks import (
   scale_gradient,
 )
 from anakin_mz.replay import DecisionBatch
-from anakin_mz.search import SearchConfig, SearchOutput, add_root_noise, select_action
+from anakin_mz.search import SearchConfig, SearchOutput, add_root_noise, search_output
 from anakin_mz.types import ModelOutput, Params
 
 NUM_TURN = 2  # turn head classes: 0 the same mover, 1 another mover
@@ -381,15 +381,7 @@ def smz_search(
     pb_c_init=config.pb_c_init,
     pb_c_base=config.pb_c_base,
   )
-  tree = out.search_tree
-  visits = tree.children_visits[:, tree.ROOT_INDEX].astype(jnp.float32)
-  action, action_weights = select_action(k_action, visits, root.policy_logits, legal, temperature)
-  return SearchOutput(
-    action=action,
-    action_weights=action_weights,
-    root_value=tree.node_values[:, tree.ROOT_INDEX],
-    search_tree=tree,
-  )
+  return search_output(k_action, out.search_tree, root.policy_logits, legal, temperature)
 
 
 def smz_loss(
