@@ -18,29 +18,15 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 
 from anakin_mz import search
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
-NEG = -1e4  # an identity logit that is never drawn
-
 
 # ----------------------------------------------------------------------------
 # Table models.
-
-
-def _table_recurrent(params, rng_key, action, embedding):
-  del rng_key
-  row = params["next"][embedding, action]
-  return ModelOutput(
-    reward=params["reward"][row],
-    value=params["value"][row],
-    policy_logits=params["policy"][row],
-    chance_logits=params["chance"][row],
-    identity_logits=params["identity"][row],
-    embedding=row,
-  )
 
 
 def _table_root(params, root_rows):
@@ -55,31 +41,11 @@ def _table_root(params, root_rows):
   )
 
 
-def _tables(num_rows, num_actions, num_outcomes, num_players):
-  """Empty tables (every row leads to row 0, a terminal sink)."""
-  u = num_actions + num_outcomes
-  identity = np.full((num_rows, num_players + 2), NEG, np.float32)
-  identity[:, num_players + 1] = 0.0
-  return dict(
-    next=np.zeros((num_rows, u), np.int32),
-    reward=np.zeros(num_rows, np.float32),
-    value=np.zeros(num_rows, np.float32),
-    policy=np.zeros((num_rows, num_actions), np.float32),
-    chance=np.zeros((num_rows, num_outcomes), np.float32),
-    identity=identity,
-  )
-
-
-def _set_identity(t, row, cls):
-  t["identity"][row] = NEG
-  t["identity"][row, cls] = 0.0
-
-
 def _random_tables(
   rng, num_rows, num_actions, num_outcomes, num_players, p_chance=0.25, p_terminal=0.15
 ):
   """Random tables whose rows are choice (random player), chance or terminal."""
-  t = _tables(num_rows, num_actions, num_outcomes, num_players)
+  t = tables(num_rows, num_actions, num_outcomes, num_players)
   t["next"] = rng.integers(1, num_rows, t["next"].shape).astype(np.int32)
   t["reward"] = rng.normal(size=num_rows).astype(np.float32)
   t["value"] = rng.normal(size=num_rows).astype(np.float32)
@@ -93,7 +59,7 @@ def _random_tables(
       cls = num_players
     else:
       cls = int(rng.integers(num_players))
-    _set_identity(t, row, cls)
+    set_identity(t, row, cls)
   return t
 
 
@@ -107,7 +73,7 @@ def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players, pa
     params,
     key,
     _table_root(params, root_rows),
-    _table_recurrent,
+    table_recurrent,
     legal,
     num_players=num_players,
     payoff=payoff,
@@ -146,12 +112,6 @@ class _Ref:
     self.child_visits = np.zeros(num_slots, np.int64)
     self.child_reward = np.zeros(num_slots)
     self.child_value = np.zeros(num_slots)
-
-
-def _softmax(x):
-  x = np.asarray(x, np.float64)
-  e = np.exp(x - x.max())
-  return e / e.sum()
 
 
 def _reference_search(
@@ -193,9 +153,9 @@ def _reference_search(
       logits[num_players + 1] = -np.inf
     cls = int(np.argmax(logits))
     if cls < num_players:
-      kind, player, prior = "choice", cls, pad(_softmax(t["policy"][row]))
+      kind, player, prior = "choice", cls, pad(softmax(t["policy"][row]))
     elif cls == num_players:
-      kind, player, prior = "chance", 0, pad(_softmax(t["chance"][row]))
+      kind, player, prior = "chance", 0, pad(softmax(t["chance"][row]))
     else:
       kind, player, prior = "terminal", 0, None
     value = 0.0 if kind == "terminal" else float(t["value"][row])
@@ -219,7 +179,7 @@ def _reference_search(
     valid = np.pad(legal, (0, slots - num_actions)) if is_root else np.arange(slots) < num_actions
     return argmax(value_score + policy_score, valid)
 
-  root_prior = _softmax(np.where(legal, t["policy"][root_row], -np.inf))
+  root_prior = softmax(np.where(legal, t["policy"][root_row], -np.inf))
   root = _Ref(root_row, "choice", 0, t["value"][root_row], pad(root_prior), slots)
   for _ in range(num_simulations):
     path, node = [], root
@@ -294,15 +254,15 @@ def _duel_tables(num_players, num_actions=2, num_outcomes=1):
   a1 -> terminal, reward -1. Y: both actions -> terminal, reward 0.
   Priors [0.6, 0.4] at R and X, [0.57, 0.43] at Y; V(R)=0, V(X)=0.5, V(Y)=0.
   Further actions (num_actions > 2) have prior ~0."""
-  t = _tables(8, num_actions, num_outcomes, num_players)
+  t = tables(8, num_actions, num_outcomes, num_players)
   t["policy"][:] = NEG
   t["policy"][1:3, :2] = np.log([0.6, 0.4])
   t["policy"][3, :2] = np.log([0.57, 0.43])
   t["next"][1, :2] = [2, 3]
   t["next"][2, :2] = [4, 5]
   t["next"][3, :2] = [6, 7]
-  _set_identity(t, 2, num_players - 1)
-  _set_identity(t, 3, num_players - 1)
+  set_identity(t, 2, num_players - 1)
+  set_identity(t, 3, num_players - 1)
   t["value"][2] = 0.5
   t["reward"][4], t["reward"][5] = 1.0, -1.0
   return t
@@ -410,7 +370,7 @@ def test_random_tables_match_reference(payoff, num_players):
   for seed in range(3):
     rng = np.random.default_rng(100 * seed + num_players)
     t = _random_tables(rng, 40, num_actions, num_outcomes, num_players)
-    _set_identity(t, 0, num_players + 1)
+    set_identity(t, 0, num_players + 1)
     roots = rng.integers(1, 40, batch)
     legal = rng.random((batch, num_actions)) < 0.7
     legal[:, 0] = True
@@ -435,7 +395,7 @@ def test_discount_matches_reference_and_changes_the_search():
   config = dataclasses.replace(_REF_CONFIG, discount=0.8)
   rng = np.random.default_rng(7)
   t = _random_tables(rng, 40, 3, 4, 2)
-  _set_identity(t, 0, 3)
+  set_identity(t, 0, 3)
   roots = rng.integers(1, 40, 3)
   legal = np.ones((3, 3), bool)
   out = _run(
@@ -616,7 +576,7 @@ def test_single_outcome_chance_is_plain_muzero():
 
   @_jit
   def run(rewards, key):
-    t = _tables(2 + num_actions, num_actions, 3, 2)
+    t = tables(2 + num_actions, num_actions, 3, 2)
     nxt = jnp.asarray(t["next"])
     nxt = nxt.at[1, :num_actions].set(jnp.arange(num_actions) + 2)
     identity = jnp.asarray(t["identity"])
@@ -700,10 +660,10 @@ def _chance_fan_tables(probs, num_actions=3):
   """Root (row 1) has one legal action, to a chance node (row 2) whose
   outcomes lead to terminal rows with reward = outcome index."""
   c = len(probs)
-  t = _tables(3 + c, num_actions, c, 2)
+  t = tables(3 + c, num_actions, c, 2)
   t["next"][1, 0] = 2
   t["next"][2, num_actions:] = np.arange(c) + 3
-  _set_identity(t, 2, 2)
+  set_identity(t, 2, 2)
   t["chance"][2] = np.log(np.asarray(probs, np.float32))
   t["reward"][3:] = np.arange(c)
   return t
@@ -784,7 +744,7 @@ def test_identity_head_is_sampled():
   player 1, chance, terminal) = (.2, .1, .45, .25): each node created below a
   non-terminal node is one roulette-wheel draw."""
   probs = np.array([0.2, 0.1, 0.45, 0.25])
-  t = _tables(3, 3, 4, 2)
+  t = tables(3, 3, 4, 2)
   t["next"][1:] = 2
   t["identity"][2] = np.log(probs)
   tree = _run_sample(t).search_tree
@@ -805,7 +765,7 @@ def test_terminal_nodes_are_not_expanded(terminal_nodes):
   """Root actions a -> terminal rows with reward r_a. Past them the model
   would give large rewards and values (rows 5, 6): with terminal nodes they
   never reach the tree, and Q(root, a) is exactly r_a."""
-  t = _tables(7, 3, 4, 2)
+  t = tables(7, 3, 4, 2)
   t["policy"][:] = [0.3, 0.1, 0.2]
   t["next"][1, :3] = [2, 3, 4]
   t["reward"][2:5] = [0.25, -0.5, 0.75]
@@ -814,8 +774,8 @@ def test_terminal_nodes_are_not_expanded(terminal_nodes):
   t["next"][5] = 6
   t["reward"][5:] = 100.0
   t["value"][5:] = 50.0
-  _set_identity(t, 5, 0)
-  _set_identity(t, 6, 1)
+  set_identity(t, 5, 0)
+  set_identity(t, 6, 1)
   config = dataclasses.replace(_REF_CONFIG, terminal_nodes=terminal_nodes)
   legal = np.ones((3, 3), bool)
   out = _run(
@@ -865,7 +825,7 @@ def test_temperature_zero_is_greedy_ties_by_prior_one_samples_visits():
   # (p1 > p2 / 2) comes next: a tie of one visit each. Greedy breaks it by
   # the prior (a2), not by the index (a1); temperature 1 draws either half
   # the time.
-  t = _tables(6, 4, 1, 2)
+  t = tables(6, 4, 1, 2)
   t["next"][1, :4] = [2, 3, 4, 5]
   t["policy"][1] = [0.0, 1.9, 2.0, 3.0]
   # The last row has no legal action (a finished game): uniform weights.
@@ -922,10 +882,10 @@ def test_jit_vmap_and_illegal_actions_never_chosen():
 
 
 def test_recurrent_output_shapes_are_checked():
-  t = _jnp(_tables(3, 2, 2, 2))
+  t = _jnp(tables(3, 2, 2, 2))
 
   def bad_recurrent(params, rng_key, action, embedding):
-    out = _table_recurrent(params, rng_key, action, embedding)
+    out = table_recurrent(params, rng_key, action, embedding)
     return out.replace(identity_logits=out.identity_logits[:, :3])
 
   run = jax.jit(
@@ -945,14 +905,14 @@ def test_recurrent_output_shapes_are_checked():
 
 
 def test_bad_arguments_raise_value_error():
-  t = _jnp(_tables(3, 2, 2, 2))
+  t = _jnp(tables(3, 2, 2, 2))
   root = _table_root(t, jnp.array([1]))
   call = functools.partial(
     ndmz_search,
     t,
     jax.random.PRNGKey(0),
     root,
-    _table_recurrent,
+    table_recurrent,
     jnp.ones((1, 2), bool),
     config=SearchConfig(num_simulations=2),
   )
@@ -965,7 +925,7 @@ def test_bad_arguments_raise_value_error():
       t,
       jax.random.PRNGKey(0),
       root,
-      _table_recurrent,
+      table_recurrent,
       jnp.ones((1, 3), bool),
       num_players=2,
       payoff="zero_sum",

@@ -23,6 +23,7 @@ import mctx
 from mctx._src import seq_halving  # mctx's own table, to check our copy
 import numpy as np
 import pytest
+from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 import tiny
 
 from anakin_mz import search
@@ -30,7 +31,6 @@ from anakin_mz.anakin import Learner
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
-NEG = -1e4  # an identity logit that is never drawn
 
 # A cheaper XLA optimisation level keeps the compile time of the small
 # searches down (the tests compare numbers only).
@@ -174,39 +174,6 @@ def test_sequential_halving_table_is_mctx_s():
 # Plain-Python reference: the Gumbel NDMZ search on table models.
 
 
-def _tables(num_rows, num_actions, num_outcomes, num_players):
-  """Empty tables (every row leads to row 0, a terminal sink)."""
-  u = num_actions + num_outcomes
-  identity = np.full((num_rows, num_players + 2), NEG, np.float32)
-  identity[:, num_players + 1] = 0.0
-  return dict(
-    next=np.zeros((num_rows, u), np.int32),
-    reward=np.zeros(num_rows, np.float32),
-    value=np.zeros(num_rows, np.float32),
-    policy=np.zeros((num_rows, num_actions), np.float32),
-    chance=np.zeros((num_rows, num_outcomes), np.float32),
-    identity=identity,
-  )
-
-
-def _set_identity(t, row, cls):
-  t["identity"][row] = NEG
-  t["identity"][row, cls] = 0.0
-
-
-def _table_recurrent(params, rng_key, action, embedding):
-  del rng_key
-  row = params["next"][embedding, action]
-  return ModelOutput(
-    reward=params["reward"][row],
-    value=params["value"][row],
-    policy_logits=params["policy"][row],
-    chance_logits=params["chance"][row],
-    identity_logits=params["identity"][row],
-    embedding=row,
-  )
-
-
 def _run_impl(params, key, root_rows, legal, temperature, *, num_players, payoff, config):
   b = root_rows.shape[0]
   root = ModelOutput(
@@ -221,7 +188,7 @@ def _run_impl(params, key, root_rows, legal, temperature, *, num_players, payoff
     params,
     key,
     root,
-    _table_recurrent,
+    table_recurrent,
     legal,
     num_players=num_players,
     payoff=payoff,
@@ -264,18 +231,12 @@ class _Ref:
     self.child_value = np.zeros(num_slots)
 
 
-def _softmax(x):
-  x = np.asarray(x, np.float64)
-  e = np.exp(x - x.max())
-  return e / e.sum()
-
-
 def _sigma_completed_q(node, sign, num_actions, discount, *, value_scale=0.1, maxvisit_init=50.0):
   """Completed Q (mixed value), rescaled to [0, 1], times (c_visit + max N)
   c_scale, over the A choice slots, from the mover's side."""
   n = node.child_visits[:num_actions]
   q = sign * (node.child_reward + discount * node.child_value)[:num_actions]
-  probs = _softmax(node.logits[:num_actions])
+  probs = softmax(node.logits[:num_actions])
   visited = n > 0
   weighted = probs[visited] @ q[visited] / probs[visited].sum() if visited.any() else 0.0
   mixed = (sign * node.raw + n.sum() * weighted) / (n.sum() + 1)
@@ -331,7 +292,7 @@ def _reference_search(
     if node.kind == "terminal":
       return int(np.argmin(n))
     if node.kind == "chance":
-      probs = _softmax(node.logits)
+      probs = softmax(node.logits)
       return argmax(probs - n / (1 + n.sum()), np.arange(slots) < num_outcomes)
     sign = -1.0 if payoff == "zero_sum" and node.player != 0 else 1.0
     sigma = _sigma_completed_q(node, sign, num_actions, discount)
@@ -339,7 +300,7 @@ def _reference_search(
       visit = table[considered][n.sum()]
       score = np.where(n[:num_actions] == visit, gumbel + root_logits + sigma, -np.inf)
       return argmax(score, legal)
-    improved = _softmax(node.logits[:num_actions] + sigma)
+    improved = softmax(node.logits[:num_actions] + sigma)
     return argmax(improved - n[:num_actions] / (1 + n.sum()), np.ones(num_actions, bool))
 
   root = _Ref(
@@ -369,7 +330,7 @@ def _reference_search(
   n = root.child_visits[:num_actions]
   sigma = _sigma_completed_q(root, 1.0, num_actions, discount)
   action = argmax(np.where(n == n.max(), gumbel + root_logits + sigma, -np.inf), legal)
-  weights = np.where(legal, _softmax(np.where(legal, root_logits + sigma, -np.inf)), 0.0)
+  weights = np.where(legal, softmax(np.where(legal, root_logits + sigma, -np.inf)), 0.0)
   return root, action, weights, min(margins)
 
 
@@ -413,10 +374,10 @@ def _bet_tables():
   a0 -> chance node X (row 2), reward 0, V(X) = 0.1; outcomes with
   probabilities [0.72, 0.28] lead to terminal rows with rewards +1, -1.
   a1 -> terminal row 3, reward 0.2."""
-  t = _tables(6, 3, 2, 2)
+  t = tables(6, 3, 2, 2)
   t["policy"][1] = [0.5, 0.0, 2.0]
   t["next"][1, :3] = [2, 3, 3]
-  _set_identity(t, 2, 2)  # chance
+  set_identity(t, 2, 2)  # chance
   t["value"][2] = 0.1
   t["chance"][2] = np.log([0.72, 0.28])
   t["next"][2, 3:] = [4, 5]
@@ -554,7 +515,7 @@ def _random_tables(
   rng, num_rows, num_actions, num_outcomes, num_players, p_chance=0.25, p_terminal=0.15
 ):
   """Random tables whose rows are choice (random player), chance or terminal."""
-  t = _tables(num_rows, num_actions, num_outcomes, num_players)
+  t = tables(num_rows, num_actions, num_outcomes, num_players)
   t["next"] = rng.integers(1, num_rows, t["next"].shape).astype(np.int32)
   t["reward"] = rng.normal(size=num_rows).astype(np.float32)
   t["value"] = rng.normal(size=num_rows).astype(np.float32)
@@ -568,8 +529,8 @@ def _random_tables(
       cls = num_players
     else:
       cls = int(rng.integers(num_players))
-    _set_identity(t, row, cls)
-  _set_identity(t, 0, num_players + 1)
+    set_identity(t, row, cls)
+  set_identity(t, 0, num_players + 1)
   return t
 
 
