@@ -281,6 +281,7 @@ class _Lanes:
       data's end if cut off there); L where there is none.
     done_at_end: the segment ends with the episode's end.
     next_decision: int32 first decision step at or after each step (L: none).
+    decision_after: int32 first decision step after each step (L: none).
     bootstrap: the last decision step of a segment cut off before a terminal:
       its search value stands in for the unknown rest of the episode.
     start_ok: a valid start for a K-step unroll.
@@ -309,10 +310,10 @@ class _Lanes:
     self.done_at_end = jnp.take_along_axis(self.done, end_slot, axis=0)
     terminated_at_end = jnp.take_along_axis(self.terminated, end_slot, axis=0)
     self.next_decision = _rev_cummin(jnp.where(self.decision, self.time, never))
-    decision_after = jnp.concatenate(
+    self.decision_after = jnp.concatenate(
       [self.next_decision[1:], jnp.full_like(self.next_decision[:1], never)], axis=0
     )
-    self.bootstrap = self.decision & (decision_after > self.segment_end) & ~terminated_at_end
+    self.bootstrap = self.decision & (self.decision_after > self.segment_end) & ~terminated_at_end
     self.start_ok = self.decision & (self.done_at_end | (self.time + k <= self.segment_end))
 
 
@@ -405,6 +406,9 @@ class Prepared:
     phys: int32 `[L, B]` logical time -> slot, per lane.
     start_ok: bool `[L, B]` logical order: valid starts.
     end: int32 `[L, B]`: last step of each step's segment.
+    done_at_end: bool `[L, B]`: the segment ends with the episode's end.
+    decision_after: int32 `[L, B]`: the first decision step after each step
+      (L: none in the lane's data).
     decision, valid: bool `[L, B]` logical order.
     values: float32 `[L, B, P]` value targets per absolute player.
   """
@@ -413,6 +417,8 @@ class Prepared:
   phys: chex.Array
   start_ok: chex.Array
   end: chex.Array
+  done_at_end: chex.Array
+  decision_after: chex.Array
   decision: chex.Array
   valid: chex.Array
   values: chex.Array
@@ -438,6 +444,8 @@ def prepare(
     phys=lanes.slot_of,
     start_ok=lanes.start_ok,
     end=lanes.segment_end,
+    done_at_end=lanes.done_at_end,
+    decision_after=lanes.decision_after,
     decision=lanes.decision,
     valid=lanes.valid,
     values=_returns(lanes, num_players, payoff, td_steps, discount),
@@ -635,14 +643,14 @@ class DecisionPrepared:
 
 def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> DecisionPrepared:
   """The decision-to-decision facts of the buffer `prepared` was derived from
-  (O(K L B) gathers and one parallel scan)."""
+  (O(K L B) gathers and one parallel scan), on top of `prepared`'s own
+  segment ends and next decisions."""
   buffer = prepared.buffer
   cap = buffer.capacity
   lane = jnp.arange(buffer.num_lanes)[None, :]
   time = jnp.broadcast_to(jnp.arange(cap)[:, None], prepared.valid.shape)
   never = jnp.int32(cap)
-  at_or_after = _rev_cummin(jnp.where(prepared.decision, time, never))
-  next_decision = jnp.concatenate([at_or_after[1:], jnp.full_like(at_or_after[:1], never)])
+  next_decision = prepared.decision_after
   # A chain of decisions stays in its segment: a later one belongs to the
   # next episode (or is unknown).
   chain = time
@@ -650,9 +658,7 @@ def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> D
     chain = jnp.where(
       chain < cap, jnp.take_along_axis(next_decision, jnp.minimum(chain, cap - 1), axis=0), never
     )
-  done = prepared.valid & buffer.data.done[prepared.phys, lane]
-  done_at_end = jnp.take_along_axis(done, jnp.minimum(prepared.end, cap - 1), axis=0)
-  start_ok = prepared.decision & (done_at_end | (chain <= prepared.end))
+  start_ok = prepared.decision & (prepared.done_at_end | (chain <= prepared.end))
   # Rewards up to the next decision: the recurrence stops before a decision
   # step and at the segment's end.
   valid_next = jnp.concatenate([prepared.valid[1:], jnp.zeros_like(prepared.valid[:1])])
