@@ -54,7 +54,7 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--agents",
     default="ndmz",
-    help="comma-separated, of ndmz, alphazero, tdlambda, stochastic_muzero",
+    help=f"comma-separated, of {', '.join(config_lib.AGENTS)}",
   )
   parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each")
   budget = parser.add_mutually_exclusive_group()

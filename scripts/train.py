@@ -51,7 +51,7 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--agent",
     default=None,
-    help="ndmz (default), alphazero, tdlambda or stochastic_muzero: shorthand for the "
+    help=f"one of {', '.join(config_lib.AGENTS)} (default ndmz): shorthand for the "
     "override agent=NAME",
   )
   parser.add_argument(
