@@ -317,6 +317,28 @@ def _fill_params(shapes: Params, key: chex.PRNGKey) -> Params:
   return jax.tree_util.tree_unflatten(treedef, out)
 
 
+def input_shape(env: envs.Env, kind: str) -> Tuple[int, ...]:
+  """The shape in which representation kind `kind` reads one observation of
+  `env`: as it is for "mlp"; `[H, W, C]` for the planes kinds (an `[H, W]`
+  observation gets one channel).
+
+  Raises:
+    ValueError: a planes kind on an observation that is neither `[H, W]` nor
+      `[H, W, C]`.
+  """
+  shape = tuple(env.observation_shape)
+  if kind == "mlp":
+    return shape
+  if len(shape) == 2:
+    return shape + (1,)
+  if len(shape) != 3:
+    raise ValueError(
+      f"{kind} needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
+      f"has shape {shape}. Use kind='mlp'."
+    )
+  return shape
+
+
 class Network:
   """h, g and f for one env. Params: `{"h": ..., "g": ..., "f": ...}`.
 
@@ -334,18 +356,10 @@ class Network:
     self.num_unified = self.num_actions + self.num_chance_outcomes
     self.num_identity = self.num_players + 2
     self.observation_shape = tuple(env.observation_shape)
-    self._input_shape = self.observation_shape
+    self._input_shape = input_shape(env, config.kind)
     # True: `unroll` runs its K steps as a Python loop (the resnet: see the
     # module docstring); False: a `lax.scan` (smaller program, same numbers).
     self.unroll_loop = config.kind == "resnet"
-    if config.kind != "mlp":
-      if len(self.observation_shape) == 2:
-        self._input_shape = self.observation_shape + (1,)
-      elif len(self.observation_shape) != 3:
-        raise ValueError(
-          f"{config.kind} needs [H, W, C] (or [H, W]) observations; env {env.id!r} "
-          f"has shape {self.observation_shape}. Use kind='mlp'."
-        )
     if config.kind in ("mlp", "conv"):
       h = _MLPRepresentation if config.kind == "mlp" else _ConvRepresentation
       self._h = h(config)

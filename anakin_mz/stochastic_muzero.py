@@ -104,6 +104,7 @@ from anakin_mz.networks import (
   _min_max,
   _MLP,
   _MLPRepresentation,
+  input_shape,
   scale_gradient,
 )
 from anakin_mz.replay import DecisionBatch
@@ -182,15 +183,7 @@ class StochasticNetwork:
     self.num_codes = config.chance_codes or env.num_chance_outcomes
     self.flip = env.payoff == "zero_sum"
     self.observation_shape = tuple(env.observation_shape)
-    self._input_shape = self.observation_shape
-    if config.kind == "conv":
-      if len(self.observation_shape) == 2:
-        self._input_shape = self.observation_shape + (1,)
-      elif len(self.observation_shape) != 3:
-        raise ValueError(
-          f"conv needs [H, W, C] (or [H, W]) observations; env {env.id!r} has shape "
-          f"{self.observation_shape}. Use kind='mlp'."
-        )
+    self._input_shape = input_shape(env, config.kind)
     c, d, v = config, config.latent_dim, config.value_size
     self._h = (_MLPRepresentation if c.kind == "mlp" else _ConvRepresentation)(c)
     self._f = _Heads(c.hidden, (self.num_actions, v))
