@@ -317,6 +317,14 @@ def _fill_params(shapes: Params, key: chex.PRNGKey) -> Params:
   return jax.tree_util.tree_unflatten(treedef, out)
 
 
+def head_to_scalar(logits: chex.Array, config: NetworkConfig) -> chex.Array:
+  """A value or reward head's output `[..., V]` -> `[...]` scalars: the one
+  unit of a scalar head, the expectation of a categorical one (on h(x))."""
+  if config.value_head == "scalar":
+    return logits[..., 0]
+  return value_transform.logits_to_scalar(logits, config.support_size)
+
+
 def input_shape(env: envs.Env, kind: str) -> Tuple[int, ...]:
   """The shape in which representation kind `kind` reads one observation of
   `env`: as it is for "mlp"; `[H, W, C]` for the planes kinds (an `[H, W]`
@@ -411,9 +419,7 @@ class Network:
 
   def to_scalar(self, logits: chex.Array) -> chex.Array:
     """`[..., V]` value/reward head output -> `[...]` scalars."""
-    if self.config.value_head == "scalar":
-      return logits[..., 0]
-    return value_transform.logits_to_scalar(logits, self.config.support_size)
+    return head_to_scalar(logits, self.config)
 
   # Inference for the search.
   def root(self, params: Params, observation: chex.Array) -> ModelOutput:

@@ -94,7 +94,6 @@ import mctx
 import optax
 
 import envs
-from anakin_mz import value_transform
 from anakin_mz.loss import LossConfig, l2_norm_squared, value_loss
 from anakin_mz.networks import (
   NetworkConfig,
@@ -104,6 +103,7 @@ from anakin_mz.networks import (
   _min_max,
   _MLP,
   _MLPRepresentation,
+  head_to_scalar,
   input_shape,
   scale_gradient,
 )
@@ -247,9 +247,7 @@ class StochasticNetwork:
 
   def to_scalar(self, logits: chex.Array) -> chex.Array:
     """`[..., V]` value/reward head output -> `[...]` scalars."""
-    if self.config.value_head == "scalar":
-      return logits[..., 0]
-    return value_transform.logits_to_scalar(logits, self.config.support_size)
+    return head_to_scalar(logits, self.config)
 
   # The search.
   def root(self, params: Params, observation: chex.Array) -> ModelOutput:
