@@ -173,6 +173,7 @@ class Learner(OnMesh):
       K=tc.unroll_steps,
       num_players=self.env.num_players,
       num_actions=self.env.num_actions,
+      blocks=self.num_devices,  # each device builds its rows from its own lanes
     )
     # Fresh targets for train.reanalyse_fraction of the batch (none at 0: no search).
     return reanalyse_lib.refresh(
@@ -223,7 +224,9 @@ class Learner(OnMesh):
     buffer = replay_lib.add(state.buffer, records, drop_invalid=True)
     # The buffer is fixed during the updates: derive its targets once.
     prepared = self._prepare(buffer)
-    ready = (jnp.min(buffer.count) >= tc.min_replay) & jnp.any(prepared.start_ok)
+    ready = (jnp.min(buffer.count) >= tc.min_replay) & replay_lib.starts_everywhere(
+      prepared.start_ok, tc.batch_size
+    )
     update = functools.partial(self._update, prepared=prepared)
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)

@@ -181,6 +181,20 @@ def init_buffer(example: Transition, capacity_steps: int, num_lanes: int) -> Buf
   return BufferState(data=data, write=zero, count=zero, added=zero)
 
 
+def _lane_get(x: chex.Array, t: chex.Array) -> chex.Array:
+  """`x[t[s, b], b]` for `x` `[L, B, ...]` and times `t` `[S, B]` -> `[S, B, ...]`.
+  A gather per lane (vmapped), not one with a lane index: a partitioner
+  that splits the lanes over devices keeps it on each device."""
+  return jax.vmap(lambda xl, tl: xl[tl], in_axes=(1, 1), out_axes=1)(x, t)
+
+
+def _lane_set(x: chex.Array, t: chex.Array, v: chex.Array, mode=None) -> chex.Array:
+  """`x.at[t[s, b], b].set(v[s, b])` per lane (vmapped, as `_lane_get`)."""
+  return jax.vmap(lambda xl, tl, vl: xl.at[tl].set(vl, mode=mode), in_axes=(1, 1, 1), out_axes=1)(
+    x, t, v.astype(x.dtype)
+  )
+
+
 def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -> BufferState:
   """Writes `chunk` (`Transition` `[T, B, ...]`) after each lane's newest
   step, overwriting the oldest ones once the lane's ring is full.
@@ -210,19 +224,15 @@ def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -
     if t > cap:
       raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")
     slots = (buffer.write + jnp.arange(t)[:, None]) % cap  # [T, B]
-    lanes = jnp.arange(buffer.num_lanes)[None, :]
     n = jnp.full((buffer.num_lanes,), t, jnp.int32)
-    data = jax.tree.map(lambda d, c: d.at[slots, lanes].set(c.astype(d.dtype)), buffer.data, chunk)
+    data = jax.tree.map(lambda d, c: _lane_set(d, slots, c), buffer.data, chunk)
   else:
     valid = chunk.valid.astype(bool)
     rank = jnp.cumsum(valid, axis=0, dtype=jnp.int32) - 1  # [T, B]
     n = jnp.sum(valid, axis=0, dtype=jnp.int32)  # [B]
     keep = valid & (rank >= n - cap)  # the newest L
     slots = jnp.where(keep, (buffer.write + rank) % cap, cap)  # cap: dropped
-    lanes = jnp.broadcast_to(jnp.arange(buffer.num_lanes)[None, :], slots.shape)
-    data = jax.tree.map(
-      lambda d, c: d.at[slots, lanes].set(c.astype(d.dtype), mode="drop"), buffer.data, chunk
-    )
+    data = jax.tree.map(lambda d, c: _lane_set(d, slots, c, mode="drop"), buffer.data, chunk)
   return BufferState(
     data=data,
     write=(buffer.write + n) % cap,
@@ -270,7 +280,6 @@ class _Lanes:
 
   Attributes:
     slot_of: int32 `[L, B]`, a lane's logical time -> its physical slot.
-    lane: int32 `[1, B]`, the lane index (for gathers with `slot_of`).
     steps: the `_STEP_FIELDS` of the transitions, in logical order.
     valid: a written, valid step.
     decision: a valid step at a decision node.
@@ -291,9 +300,8 @@ class _Lanes:
     cap = buffer.capacity
     oldest = (buffer.write - buffer.count) % cap  # [B]
     self.slot_of = (oldest + jnp.arange(cap)[:, None]) % cap
-    self.lane = jnp.arange(buffer.num_lanes)[None, :]
     steps = types.SimpleNamespace(
-      **{f: getattr(buffer.data, f)[self.slot_of, self.lane] for f in _STEP_FIELDS}
+      **{f: _lane_get(getattr(buffer.data, f), self.slot_of) for f in _STEP_FIELDS}
     )
     self.steps = steps
     written = jnp.arange(cap)[:, None] < buffer.count[None, :]
@@ -379,13 +387,13 @@ def value_targets(
   lanes = _Lanes(buffer, 0)
   g = _returns(lanes, num_players, payoff, td_steps, discount)
   g = jnp.where(lanes.valid[..., None], g, 0.0)
-  return jnp.zeros_like(g).at[lanes.slot_of, lanes.lane].set(g)
+  return _lane_set(jnp.zeros_like(g), lanes.slot_of, g)
 
 
 def start_mask(buffer: BufferState, K: int) -> chex.Array:
   """bool `[L, B]` (physical order): the slots `sample` may start from."""
   lanes = _Lanes(buffer, K)
-  return jnp.zeros_like(lanes.start_ok).at[lanes.slot_of, lanes.lane].set(lanes.start_ok)
+  return _lane_set(jnp.zeros_like(lanes.start_ok), lanes.slot_of, lanes.start_ok)
 
 
 def can_sample(buffer: BufferState, K: int) -> chex.Array:
@@ -496,27 +504,140 @@ def sample_prepared(
   K: int,
   num_players: int,
   num_actions: int,
+  blocks: int = 1,
 ) -> Batch:
-  """`sample` from the targets `prepare` derived (K must match)."""
+  """`sample` from the targets `prepare` derived (K must match).
+
+  `blocks` (a divisor of the lane count and of `batch_size`; the learner
+  passes its device count) only lays the gathers out: row block d of the
+  batch is built from lane block d alone (`sample_starts` draws it from
+  there), so with the lanes split over d devices no device reads another's
+  replay. The batch is the same for every `blocks`."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
-  i, lane, k_act = sample_starts(prepared, key, batch_size)
-  return targets_at(prepared, i, lane, k_act, K=K, num_players=num_players, num_actions=num_actions)
+  num_chance = prepared.buffer.data.chance_probs.shape[-1]
+  k_start, k_act = jax.random.split(key)
+  u = jax.random.uniform(k_start, (batch_size,))
+  random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
+
+  def build(prep, rows, lane0, u, random_actions):
+    i, lane = _stratified_starts(
+      prep.start_ok, rows, lane0, u, prepared.buffer.num_lanes, batch_size
+    )
+    return _targets(prep, i, lane, random_actions, K=K, num_players=num_players)
+
+  return by_lane_blocks(build, prepared, blocks, batch_size, u, random_actions)
 
 
 def sample_starts(
   prepared: Prepared, key: chex.PRNGKey, batch_size: int
 ) -> Tuple[chex.Array, chex.Array, chex.PRNGKey]:
   """The starts `sample_prepared(prepared, key, batch_size, ...)` draws:
-  logical times `i` `[N]` and lanes `lane` `[N]` (uniform, with replacement,
-  among the valid starts), and the key that draws its actions past the end."""
-  lanes_n = prepared.buffer.num_lanes
+  logical times `i` `[N]` and lanes `lane` `[N]`, and the key that draws its
+  actions past the end.
+
+  The draw is stratified by lane: row j comes from the lanes
+  `[j B // N, max((j + 1) B // N, j B // N + 1))` (B lanes, N rows), uniformly
+  among their valid starts, with replacement. With N a multiple of B (every
+  config) each lane gives N / B rows, uniform over its own valid starts; the
+  rows, summed over a chunk, weigh every valid start as a uniform draw over
+  the whole buffer does when the lanes hold as many starts each (they play
+  the same number of transitions). Why stratified: rows `[d N/D, (d+1) N/D)`
+  then come from lanes `[d B/D, (d+1) B/D)` for every D dividing B and N, so
+  D devices each build their share of the batch from their own lanes
+  (`blocks`), and the batch does not depend on D. A row whose lanes hold no
+  valid start is meaningless (lane `lo`, a uniform time); gate updates on
+  `starts_everywhere`."""
   k_start, k_act = jax.random.split(key)
-  ok = prepared.start_ok.reshape(-1).astype(jnp.float32)
-  total = jnp.sum(ok)
-  probs = jnp.where(total > 0, ok / jnp.maximum(total, 1.0), 1.0 / ok.size)
-  flat = jax.random.choice(k_start, ok.size, (batch_size,), p=probs)
-  return flat // lanes_n, flat % lanes_n, k_act  # logical time, lane
+  u = jax.random.uniform(k_start, (batch_size,))
+  rows = jnp.arange(batch_size)
+  i, lane = _stratified_starts(
+    prepared.start_ok, rows, jnp.int32(0), u, prepared.buffer.num_lanes, batch_size
+  )
+  return i, lane, k_act
+
+
+def starts_everywhere(start_ok: chex.Array, batch_size: int) -> chex.Array:
+  """bool `[]`: every row of a `batch_size` batch has a valid start to draw
+  (`sample_starts`): with `batch_size` >= the lane count, every lane has one."""
+  lanes = start_ok.shape[1]
+  j = jnp.arange(batch_size)
+  lo, hi = _row_lanes(j, lanes, batch_size)
+  has = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(jnp.any(start_ok, axis=0))])
+  return jnp.all(has[hi] > has[lo])
+
+
+def _row_lanes(rows: chex.Array, lanes: int, batch_size: int) -> Tuple[chex.Array, chex.Array]:
+  """The lanes `[lo, hi)` row `rows` draws from (`sample_starts`)."""
+  lo = rows * lanes // batch_size
+  return lo, jnp.maximum((rows + 1) * lanes // batch_size, lo + 1)
+
+
+def _stratified_starts(
+  start_ok: chex.Array,
+  rows: chex.Array,
+  lane0: chex.Array,
+  u: chex.Array,
+  lanes: int,
+  batch_size: int,
+) -> Tuple[chex.Array, chex.Array]:
+  """`sample_starts`' rule for rows `rows` `[n]` (global row indices) with
+  uniforms `u` `[n]`, on `start_ok` `[L, b]` of lanes `lane0 ..
+  lane0 + b - 1` (all of the rows' lanes among them). Returns (logical time,
+  lane - lane0), int32 `[n]` each. Integer arithmetic on counts, so any block
+  of lanes gives the same draws as the whole buffer."""
+  cap = start_ok.shape[0]
+  lo, hi = _row_lanes(rows, lanes, batch_size)
+  lo, hi = lo - lane0, hi - lane0
+  cum = jnp.cumsum(start_ok.astype(jnp.int32), axis=0)  # [L, b] valid starts up to t
+  before = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cum[-1])])  # [b + 1]
+  base, width = before[lo], before[hi] - before[lo]
+  p = base + jnp.minimum((u * width).astype(jnp.int32), jnp.maximum(width - 1, 0))
+  lane = jnp.searchsorted(before[1:], p, side="right").astype(jnp.int32)
+  rank = p - before[lane]  # the start's rank in its lane
+  i = jnp.sum(cum[:, lane] <= rank[None, :], axis=0).astype(jnp.int32)
+  empty = width == 0
+  lane = jnp.where(empty, lo, lane)
+  i = jnp.where(empty, jnp.minimum((u * cap).astype(jnp.int32), cap - 1), i)
+  return i, lane
+
+
+def _lane_axis(x: chex.Array) -> int:
+  """Where a replay leaf keeps its lanes: `[B]` counters at 0, `[L, B, ...]`
+  data at 1."""
+  return 0 if x.ndim == 1 else 1
+
+
+def by_lane_blocks(fn, tree, blocks: int, batch_size: int, *row_args: chex.Array):
+  """`fn(tree_block, rows, lane0, *row_args_block)` on each of `blocks`
+  blocks of lanes, its rows concatenated: the layout of `sample_prepared`.
+
+  `tree` is a replay pytree (`Prepared`, `DecisionPrepared`: `[L, B, ...]`
+  leaves and `[B]` counters); block d holds lanes `[d B/D, (d+1) B/D)`, with
+  `lane0` its first lane, and gets rows `rows` = `[d N/D, (d+1) N/D)` of the
+  `[N, ...]` `row_args`. `fn` returns a pytree of `[N/D, ...]` leaves. With
+  `blocks` > 1 the blocks are a `vmap` axis, so a partitioner that splits
+  the lanes over devices keeps each block's gathers on its device."""
+  lanes = next(x.shape[1] for x in jax.tree.leaves(tree) if x.ndim > 1)
+  if blocks < 1 or lanes % blocks or batch_size % blocks:
+    raise ValueError(
+      f"blocks={blocks} must divide the lanes ({lanes}) and the batch size ({batch_size})"
+    )
+  rows = jnp.arange(batch_size)
+  if blocks == 1:
+    return fn(tree, rows, jnp.int32(0), *row_args)
+
+  def split(x, axis):
+    return x.reshape(x.shape[:axis] + (blocks, x.shape[axis] // blocks) + x.shape[axis + 1 :])
+
+  axes = jax.tree.map(_lane_axis, tree)
+  out = jax.vmap(fn, in_axes=(axes, 0, 0) + (0,) * len(row_args))(
+    jax.tree.map(lambda x: split(x, _lane_axis(x)), tree),
+    split(rows, 0),
+    jnp.arange(blocks, dtype=jnp.int32) * (lanes // blocks),
+    *(split(a, 0) for a in row_args),
+  )
+  return jax.tree.map(lambda x: x.reshape((batch_size,) + x.shape[2:]), out)
 
 
 def targets_at(
@@ -532,13 +653,28 @@ def targets_at(
   """The `Batch` of the starts at logical times `i` `[N]` (0 = the lane's
   oldest step) of lanes `lane` `[N]`; `key` draws the actions past the end.
   Meaningful where `prepared.start_ok[i, lane]`."""
+  num_chance = prepared.buffer.data.chance_probs.shape[-1]
+  random_actions = jax.random.randint(key, (i.shape[0], K), 0, num_actions + num_chance)
+  return _targets(prepared, i, lane, random_actions, K=K, num_players=num_players)
+
+
+def _targets(
+  prepared: Prepared,
+  i: chex.Array,
+  lane: chex.Array,
+  random_actions: chex.Array,
+  *,
+  K: int,
+  num_players: int,
+) -> Batch:
+  """`targets_at` with the actions past the end given, int32 `[N, K]`."""
   buffer = prepared.buffer
   cap = buffer.capacity
   batch_size = i.shape[0]
+  num_actions = prepared.buffer.data.search_policy.shape[-1]
   num_chance = buffer.data.chance_probs.shape[-1]
   phys = prepared.phys
   values = prepared.values
-  k_act = key
 
   pos = i[:, None] + jnp.arange(K + 1)  # [N, K+1]
   alive = pos <= prepared.end[i, lane][:, None]
@@ -550,7 +686,6 @@ def targets_at(
   root = data.player[start, lane]  # [N], >= 0
   root_k = root[:, None]
 
-  random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
   actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k], random_actions).astype(
     jnp.int32
   )
@@ -647,7 +782,6 @@ def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> D
   segment ends and next decisions."""
   buffer = prepared.buffer
   cap = buffer.capacity
-  lane = jnp.arange(buffer.num_lanes)[None, :]
   time = jnp.broadcast_to(jnp.arange(cap)[:, None], prepared.valid.shape)
   never = jnp.int32(cap)
   next_decision = prepared.decision_after
@@ -664,7 +798,7 @@ def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> D
   valid_next = jnp.concatenate([prepared.valid[1:], jnp.zeros_like(prepared.valid[:1])])
   decision_next = jnp.concatenate([prepared.decision[1:], jnp.zeros_like(prepared.decision[:1])])
   goes_on = prepared.valid & valid_next & ~decision_next & (prepared.end > time)
-  rewards = jnp.where(prepared.valid[..., None], buffer.data.rewards[prepared.phys, lane], 0.0)
+  rewards = jnp.where(prepared.valid[..., None], _lane_get(buffer.data.rewards, prepared.phys), 0.0)
   reward_to_next = _backward_sums(jnp.where(goes_on, discount, 0.0)[..., None], rewards)
   return DecisionPrepared(
     base=prepared, next_decision=next_decision, reward_to_next=reward_to_next, start_ok=start_ok

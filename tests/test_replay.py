@@ -539,6 +539,80 @@ def test_random_lanes_match_the_reference(payoff, num_players, td_steps, discoun
   _check(_sample(buf, k, num_players, payoff, td_steps, discount), expected, k)
 
 
+# ------------------------------------------------ the stratified draw
+
+# start_ok [L=5, 3 lanes]: lane 0 may start at t = 1, 3; lane 1 at 4; lane 2 at 0, 2, 4.
+_OK = np.zeros((5, 3), bool)
+_OK[[1, 3], 0] = True
+_OK[4, 1] = True
+_OK[[0, 2, 4], 2] = True
+
+
+def _starts(ok, u, batch_size, rows=None, lane0=0):
+  rows = np.arange(batch_size) if rows is None else np.asarray(rows)
+  i, lane = replay._stratified_starts(
+    jnp.asarray(ok),
+    jnp.asarray(rows),
+    jnp.int32(lane0),
+    jnp.asarray(u, jnp.float32),
+    3,
+    batch_size,
+  )
+  return np.asarray(i).tolist(), np.asarray(lane).tolist()
+
+
+def test_each_lane_gives_its_rows_uniformly_over_its_starts():
+  # 6 rows over 3 lanes: rows 2l, 2l + 1 come from lane l; u picks the
+  # floor(u * m)-th of the lane's m valid starts.
+  i, lane = _starts(_OK, [0.2, 0.7, 0.0, 0.99, 0.1, 0.99], 6)
+  assert lane == [0, 0, 1, 1, 2, 2]
+  assert i == [1, 3, 4, 4, 0, 4]
+  # The same rows computed on lanes 1..2 alone (a device's block) agree.
+  i2, lane2 = _starts(_OK[:, 1:], [0.0, 0.99, 0.1, 0.99], 6, rows=[2, 3, 4, 5], lane0=1)
+  assert (i2, [x + 1 for x in lane2]) == (i[2:], lane[2:])
+
+
+def test_fewer_rows_than_lanes_draw_from_a_block_of_lanes():
+  # 2 rows over 3 lanes: row 0 from lane 0, row 1 from lanes 1..2, whose four
+  # starts are taken in lane-major order (1, 4), (2, 0), (2, 2), (2, 4).
+  for u1, want in [(0.1, (4, 1)), (0.3, (0, 2)), (0.6, (2, 2)), (0.9, (4, 2))]:
+    i, lane = _starts(_OK, [0.6, u1], 2)
+    assert (i[0], lane[0]) == (3, 0)
+    assert (i[1], lane[1]) == want
+
+
+def test_a_lane_without_starts_is_reported():
+  ok = _OK.copy()
+  ok[:, 1] = False
+  assert bool(replay.starts_everywhere(jnp.asarray(_OK), 6))
+  assert not bool(replay.starts_everywhere(jnp.asarray(ok), 6))
+  assert bool(replay.starts_everywhere(jnp.asarray(ok), 2))  # lane 1 shares row 1 with lane 2
+  i, lane = _starts(ok, [0.0, 0.0, 0.5, 0.5, 0.0, 0.0], 6)
+  assert lane[2:4] == [1, 1] and i[2:4] == [2, 2]  # defined: lane lo, time floor(u L)
+
+
+def test_lane_blocks_give_the_same_batch():
+  """`blocks` only lays the gathers out: 1, 2 and 4 blocks of a random
+  4-lane buffer give the same batch, and it is `targets_at` of `sample_starts`."""
+  rng = np.random.default_rng(11)
+  lanes = [_random_lane(rng, 12, 2) for _ in range(4)]
+  buf = _buffer(lanes, 2, capacity=12)
+  prepared = replay.prepare(buf, K=2, num_players=2, payoff="zero_sum")
+  key = jax.random.PRNGKey(5)
+  kw = dict(K=2, num_players=2, num_actions=A)
+  got = [
+    jax.device_get(replay.sample_prepared(prepared, key, 8, blocks=d, **kw)) for d in (1, 2, 4)
+  ]
+  i, lane, k_act = replay.sample_starts(prepared, key, 8)
+  assert np.bincount(np.asarray(lane), minlength=4).tolist() == [2, 2, 2, 2]
+  assert np.asarray(prepared.start_ok)[np.asarray(i), np.asarray(lane)].all()
+  want = jax.device_get(replay.targets_at(prepared, i, lane, k_act, **kw))
+  for g in got:
+    jax.tree.map(np.testing.assert_array_equal, g, want)
+  with pytest.raises(ValueError, match="blocks=3 must divide the lanes"):
+    replay.sample_prepared(prepared, key, 8, blocks=3, **kw)
+
+
 @pytest.mark.slow
 def test_sampling_costs_less_than_an_update():
   """Nannon-sized buffer (256 x 128 steps of random play), batch 256, K=6:
