@@ -168,6 +168,39 @@ def _play(
   return actor, record, stats
 
 
+def lane_search(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  network: Network,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
+  """`act.search_policy` on the lanes `state` `[B]`, one search per lane
+  (vmapped, a batch of 1 inside) with the lane's own key
+  `jax.random.split(key, B)[b]`. Why: the lanes are split over the devices,
+  and a batched search gathers across its batch (mctx indexes its tree with
+  `arange(B)`), which a partitioner turns into collectives in every
+  simulation; per lane, each search stays on its device. And a lane's search
+  then depends on its own key only, not on how the lanes are laid out."""
+
+  def one(s, k):
+    out = search_policy(
+      params,
+      jax.tree.map(lambda x: x[None], s),
+      k,
+      network=network,
+      env=env,
+      config=config,
+      temperature=temperature,
+    )
+    return jax.tree.map(lambda x: x[0], out)
+
+  return jax.vmap(one)(state, jax.random.split(key, state.current_player.shape[0]))
+
+
 def rollout(
   params: Params,
   actor: ActorState,
@@ -209,7 +242,7 @@ def rollout(
       )
       records.append(rec)
       stats.append(st)
-    out = search_policy(
+    out = lane_search(
       params, actor.env_state, key, network=network, env=env, config=config, temperature=temperature
     )
     actor, rec, st = _play(actor, jnp.ones((num_envs,), jnp.bool_), out.action, out, env=env)

@@ -178,6 +178,40 @@ def test_two_processes_train_as_one(tmp_path, one_device):
   assert meta["num_devices"] == 4 and int(state.update_step) == 8
 
 
+COLLECTIVES = r"""
+import json, re, sys
+from anakin_mz import host
+host.configure(2)
+from anakin_mz import config as config_lib
+from anakin_mz.anakin import Learner
+learner = Learner(config_lib.load("configs/catch.yaml", sys.argv[1:]))
+hlo = learner.jit_step.lower(learner.abstract_state()).compile().as_text()
+gathers = re.findall(r"= ([a-z0-9]+)\[([0-9,]*)\]\S* all-gather(?:-start)?\(", hlo)
+print(json.dumps([[t, [int(d) for d in dims.split(",") if d]] for t, dims in gathers]))
+"""
+
+
+def test_two_devices_gather_no_lanes_from_each_other():
+  """Each device plays, stores, prepares and samples its own lanes: the
+  compiled 2-device step all-gathers nothing bigger than one number per lane
+  (the lanes' start counts). A lane-indexed gather or scatter on the buffer,
+  the chunk, the batch or a batched search would all-gather `[..., lanes, ...]`
+  arrays here (30 of them before the replay and the search went per lane)."""
+  proc = subprocess.run(
+    [sys.executable, "-c", COLLECTIVES, *TINY],
+    cwd=ROOT,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=900,
+  )
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  gathers = json.loads(proc.stdout.strip().splitlines()[-1])
+  lanes = 8  # TINY's num_envs
+  big = [g for g in gathers if int(np.prod(g[1])) > lanes]
+  assert big == [], f"all-gathers of more than one number per lane: {big}"
+
+
 def test_sizes_must_divide_over_the_devices():
   def learner(devices, *extra):
     cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY + list(extra))
