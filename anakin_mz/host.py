@@ -4,14 +4,14 @@ and, where a multi-process environment is present, `jax.distributed`.
 CPU. JAX's default is one device whose XLA thread pool spans every core.
 Measured on this 2-core machine with a quiet host (Nannon's default config,
 `Learner.jit_step`, `python scripts/benchmark_devices.py --env nannon
---devices 1 2 --repeats 5 --rounds 1`, 2026-11-23): one device on both cores
-made 1.19x the updates/s of one device pinned to one core; two forced host
-devices with the sharded step made 0.61x, because the global-batch step
-gathers each update's sampled batch across the devices. (The earlier `pmap`
-step, with per-device sizes and replay, measured 2.0x under load, but each
-of its steps did twice the work.) So on CPU `--devices auto` is one device,
-and `--devices N` forces N host devices (for tests, or for hosts where they
-pay off: `scripts/benchmark_devices.py` measures it).
+--devices 1 2 --repeats 5 --rounds 2`, 2026-11-24): one device on both cores
+made 1.09x the updates/s of one device pinned to one core; two forced host
+devices made 0.87x. Each device then keeps to its own lanes (no all-gather
+of the buffer, the batch or the search), but a half batch and a half search
+are too small to pay for the synchronization between the device threads
+(README, "Device scaling"). So on CPU `--devices auto` is one device, and
+`--devices N` forces N host devices (for tests, or for hosts where they pay
+off: `scripts/benchmark_devices.py` measures it).
 
 `num_envs` and `batch_size` are global: N devices split the same lanes and
 the same batch N ways, and the run is the same as on one device (to float

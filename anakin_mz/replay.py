@@ -472,8 +472,9 @@ def sample(
   td_steps: int = 0,
   discount: float = 1.0,
 ) -> Batch:
-  """Samples `batch_size` starts uniformly (with replacement) among the valid
-  decision steps and builds their K-step targets (module docstring).
+  """Samples `batch_size` starts among the valid decision steps, stratified
+  by lane (`sample_starts`), and builds their K-step targets (module
+  docstring).
 
   Args:
     buffer: the buffer.
@@ -808,7 +809,7 @@ def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> D
 def sample_decisions(
   dprepared: DecisionPrepared, key: chex.PRNGKey, batch_size: int, *, K: int, num_actions: int
 ) -> DecisionBatch:
-  """`batch_size` starts drawn uniformly (with replacement) among
+  """`batch_size` starts drawn (stratified by lane, `sample_starts`) among
   `dprepared.start_ok`, and their K-step decision unrolls (`DecisionBatch`)."""
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
