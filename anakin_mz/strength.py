@@ -195,11 +195,13 @@ def run_bar(
   *,
   reevaluate: bool = False,
   progress: bool = True,
+  train: bool = True,
   log: Callable[[str], None] = print,
-) -> Row:
+) -> Optional[Row]:
   """Trains `bar` for `seed` under `<runs>/<name>/seed<seed>` (unless that run
   is finished) and evaluates its latest checkpoint (unless evaluated and not
-  `reevaluate`).
+  `reevaluate`). With `train=False` a run that is not finished is left
+  alone and the result is None (a partial table: `markdown(missing=...)`).
 
   A run directory with checkpoints but no `strength.json` was interrupted:
   it is an error (delete it to train again), since a resumed run would not
@@ -217,6 +219,8 @@ def run_bar(
   config = config_lib.load(bar.config, list(bar.overrides) + [f"seed={seed}"])
   command = train_command(bar, seed, logdir)
   if "wall_s" not in record:
+    if not train:
+      return None
     if os.path.isdir(os.path.join(logdir, "checkpoints")):
       raise ValueError(
         f"{logdir!r} holds an unfinished run (checkpoints but no strength.json); "
@@ -262,8 +266,11 @@ def _write(path: str, record: Mapping[str, object]) -> None:
   os.replace(tmp, path)
 
 
-def markdown(rows: Sequence[Row], *, header: str = "") -> str:
-  """The results table, one row per bar and seed, then the commands."""
+def markdown(
+  rows: Sequence[Row], *, header: str = "", missing: Sequence[Tuple[Bar, int]] = ()
+) -> str:
+  """The results table, one row per bar and seed, then the commands; the
+  `missing` (bar, seed) runs are listed as not run."""
   lines = [header] if header else []
   lines += [
     "| bar | seed | opponent | measure | score | 95% interval | bar to reach | met | "
@@ -277,6 +284,8 @@ def markdown(rows: Sequence[Row], *, header: str = "") -> str:
       f"`{r.bar.measure}` | {r.value:.3f} | {interval} | >= {r.bar.bar:g} | "
       f"{'yes' if r.met else '**no**'} | {r.updates} | {r.wall_s / 60:.1f} min |"
     )
+  if missing:
+    lines += ["", "Not run yet: " + ", ".join(f"{b.name} seed {s}" for b, s in missing) + "."]
   lines += ["", "Commands (each run directory also holds `strength.json`):", ""]
   lines += [f"- {r.bar.name}, seed {r.seed}: `{r.command}`" for r in rows]
   sources = {r.bar.name: r.bar.source for r in rows if r.bar.source}

@@ -3,6 +3,7 @@
     python scripts/strength.py --bars catch --seeds 0 1
     python scripts/strength.py --seeds 0 1 --out docs/results/strength.md
     python scripts/strength.py --bars nannon --seeds 0 --reevaluate
+    python scripts/strength.py --report-only --out docs/results/strength.md
 
 The bars (config, minutes, opponent, figure, value to reach) are in
 configs/strength.yaml. Each run lands in <runs>/<bar>/seed<S> (TensorBoard,
@@ -35,6 +36,11 @@ def main(argv=None) -> int:
   parser.add_argument("--runs", default=os.path.join("runs", "strength"), help="run directories")
   parser.add_argument("--out", default=None, help="write the Markdown table here too")
   parser.add_argument("--reevaluate", action="store_true", help="evaluate finished runs again")
+  parser.add_argument(
+    "--report-only",
+    action="store_true",
+    help="train nothing: the table of the finished runs, the others listed as not run",
+  )
   parser.add_argument("--no-progress", action="store_true", help="no progress bars")
   parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (see train.py)")
   args = parser.parse_args(argv)
@@ -58,10 +64,17 @@ def main(argv=None) -> int:
       if not os.path.exists(bar.config):
         raise ValueError(f"bar {bar.name!r}: its config {bar.config!r} does not exist")
     print(f"devices: {devices}", flush=True)
-    rows = [
-      strength.run_bar(b, s, args.runs, reevaluate=args.reevaluate, progress=not args.no_progress)
-      for b in bars
-      for s in args.seeds
+    pairs = [(b, s) for b in bars for s in args.seeds]
+    results = [
+      strength.run_bar(
+        b,
+        s,
+        args.runs,
+        reevaluate=args.reevaluate,
+        progress=not args.no_progress,
+        train=not args.report_only,
+      )
+      for b, s in pairs
     ]
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
@@ -69,7 +82,9 @@ def main(argv=None) -> int:
   except run.NonFiniteError as e:  # as train.py: the run kept its last good checkpoint
     print(f"error: {e}", file=sys.stderr)
     return 3
-  table = strength.markdown(rows)
+  rows = [r for r in results if r is not None]
+  missing = [p for p, r in zip(pairs, results) if r is None]
+  table = strength.markdown(rows, missing=missing)
   print(table)
   if args.out:
     with open(args.out, "w", encoding="utf-8") as f:

@@ -98,6 +98,11 @@ def test_a_tiny_catch_bar_trains_evaluates_is_reused_and_makes_a_table(tmp_path)
   assert again == row and os.path.getmtime(record_path) == mtime
   table = strength.markdown([row])
   assert "| tiny | 3 | (plays every seat) | `score` |" in table and "| yes |" in table
+  # Report only: an unfinished seed trains nothing and is listed as not run.
+  assert strength.run_bar(bar, 4, runs, train=False, log=lambda _: None) is None
+  assert not os.path.exists(os.path.join(runs, "tiny", "seed4"))
+  assert strength.run_bar(bar, 3, runs, train=False, log=lambda _: None) == row
+  assert "Not run yet: tiny seed 4." in strength.markdown([row], missing=[(bar, 4)])
   # An interrupted run (checkpoints, no record) is not silently retrained.
   os.remove(record_path)
   with pytest.raises(ValueError, match="unfinished run"):
