@@ -596,7 +596,13 @@ def _stratified_starts(
   p = base + jnp.minimum((u * width).astype(jnp.int32), jnp.maximum(width - 1, 0))
   lane = jnp.searchsorted(before[1:], p, side="right").astype(jnp.int32)
   rank = p - before[lane]  # the start's rank in its lane
-  i = jnp.sum(cum[:, lane] <= rank[None, :], axis=0).astype(jnp.int32)
+  # i = the first time whose running count exceeds the rank: a binary search
+  # (log2 L gathers of one count per row, not a [L, n] column per row).
+  i, hi = jnp.zeros_like(rank), jnp.full_like(rank, cap)
+  for _ in range(cap.bit_length()):
+    mid = (i + hi) // 2
+    right = cum[jnp.minimum(mid, cap - 1), lane] <= rank
+    i, hi = jnp.where(right, mid + 1, i), jnp.where(right, hi, mid)
   empty = width == 0
   lane = jnp.where(empty, lo, lane)
   i = jnp.where(empty, jnp.minimum((u * cap).astype(jnp.int32), cap - 1), i)
