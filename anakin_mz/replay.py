@@ -517,8 +517,7 @@ def sample_prepared(
   if K < 0 or batch_size < 1:
     raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
   num_chance = prepared.buffer.data.chance_probs.shape[-1]
-  k_start, k_act = jax.random.split(key)
-  u = jax.random.uniform(k_start, (batch_size,))
+  u, k_act = _start_uniforms(key, batch_size)
   random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
 
   def build(prep, rows, lane0, u, random_actions):
@@ -549,13 +548,20 @@ def sample_starts(
   (`blocks`), and the batch does not depend on D. A row whose lanes hold no
   valid start is meaningless (lane `lo`, a uniform time); gate updates on
   `starts_everywhere`."""
-  k_start, k_act = jax.random.split(key)
-  u = jax.random.uniform(k_start, (batch_size,))
+  u, k_act = _start_uniforms(key, batch_size)
   rows = jnp.arange(batch_size)
   i, lane = _stratified_starts(
     prepared.start_ok, rows, jnp.int32(0), u, prepared.buffer.num_lanes, batch_size
   )
   return i, lane, k_act
+
+
+def _start_uniforms(key: chex.PRNGKey, batch_size: int) -> Tuple[chex.Array, chex.PRNGKey]:
+  """The uniforms `[N]` that pick the starts and the key of the actions past
+  the end: one split of `key`, shared by `sample_prepared` and
+  `sample_starts` so that both draw the same batch."""
+  k_start, k_act = jax.random.split(key)
+  return jax.random.uniform(k_start, (batch_size,)), k_act
 
 
 def starts_everywhere(start_ok: chex.Array, batch_size: int) -> chex.Array:
