@@ -265,8 +265,9 @@ class Einstein(Game):
   def legal_action_mask(self, g: EinsteinState) -> jax.Array:
     src, movable = self._mover_view(g)
     # The squares (in the mover's view) of the pieces that may move, -1 for
-    # the others; computed once per game (see `materialize`).
-    active = materialize(jnp.where(movable, src, -1))
+    # the others; computed once per game (see `materialize`; int8 halves
+    # the width of its product).
+    active = materialize(jnp.where(movable, src, -1).astype(jnp.int8)).astype(jnp.int32)
     on = jnp.any(jnp.arange(NUM_SQUARES)[:, None] == active, axis=1)
     return (on[:, None] & jnp.asarray(_INSIDE)).reshape(NUM_ACTIONS)
 
@@ -322,7 +323,12 @@ class Einstein(Game):
     marks = jnp.concatenate([squares, -jnp.ones((NUM_PLANES - 12,), jnp.int32)])
     full = jnp.concatenate([jnp.zeros((12,), bool), jnp.arange(6) == g.die, jnp.zeros((1,), bool)])
     movable_sq = jnp.where(movable, squares[:NUM_PIECES], -1)
-    marks, full, movable_sq = materialize((marks, full, movable_sq))
+    # Squares fit int8: one float each in `materialize`'s product, not two
+    # (45 columns instead of 70: 1.3x the keyed random-play loop).
+    marks, full, movable_sq = materialize(
+      (marks.astype(jnp.int8), full, movable_sq.astype(jnp.int8))
+    )
+    marks, movable_sq = marks.astype(jnp.int32), movable_sq.astype(jnp.int32)
     sq = jnp.arange(NUM_SQUARES)[:, None]
     on_movable = jnp.any(sq == movable_sq, axis=1, keepdims=True)  # [25, 1]
     last = jnp.arange(NUM_PLANES) == NUM_PLANES - 1
