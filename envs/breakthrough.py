@@ -122,6 +122,7 @@ class Breakthrough(Game):
   num_chance_outcomes = 1
   max_chance_run = 0  # chance never acts
   chance_run_exact = True
+  materialize_state = False  # its mask and observation are cheap (see Game)
 
   @classmethod
   def validate_params(cls, params):

@@ -59,6 +59,7 @@ class Catch(Game):
   max_chance_run = 0  # chance acts only at the start: the ball's drop
   max_initial_chance_run = 1
   chance_run_exact = True
+  materialize_state = False  # its mask and observation are cheap (see Game)
 
   @property
   def num_chance_outcomes(self) -> int:

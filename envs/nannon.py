@@ -278,6 +278,7 @@ class Nannon(Game):
   # random 6-3-6 play 97% of runs have one node, 0.2% more than two); the
   # keyed step unrolls this many and loops for the rest.
   max_chance_run = 3
+  materialize_state = False  # its mask and observation are cheap (see Game)
 
   @property
   def num_actions(self) -> int:
