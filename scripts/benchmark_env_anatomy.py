@@ -189,7 +189,11 @@ def anatomy(label: str, env: envs.Env, batch: int, repeats: int) -> None:
   base = None
   print(f"{'wall time of jit(vmap)':<24}{'ms':>9}{'ns/lane':>9}{'of step':>9}")
   for name, fn, args in parts:
-    t = timed(fn, args, repeats)
+    try:
+      t = timed(fn, args, repeats)
+    except ValueError as e:  # e.g. apply_chance of an adapter whose chance is hidden
+      print(f"{name:<24}{'n/a':>9}  ({str(e).split(';')[0]})")
+      continue
     base = base or t
     print(f"{name:<24}{t * 1e3:>9.3f}{t / batch * 1e9:>9.0f}{t / base:>8.2f}x")
 
