@@ -302,6 +302,9 @@ class Einstein(Game):
     moving = mover_row & (g.pos == src)
     pos = jnp.where(g.pos == tgt, -1, g.pos)  # capture, own pieces included
     pos = jnp.where(moving, tgt, pos)
+    # The new squares feed the mask, the observation and the die logic:
+    # compute them once per game, not again inside each of those loops.
+    pos = materialize(pos.astype(jnp.int8)).astype(jnp.int32)
     enemy_left = jnp.any((pos >= 0) & ~mover_row)
     won = (tgt_view == NUM_SQUARES - 1) | ~enemy_left
     winner = jnp.where(won, p, -1).astype(jnp.int32)
