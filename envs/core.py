@@ -502,25 +502,43 @@ class Env:
   ) -> State:
     """The `State` after a transition from `state` to game state `g`: the
     illegal-action ending and the absorbing done state, as selects (no
-    control flow, so vmap computes nothing twice)."""
-    # The game's scalars and the flags feed every element of the mask and
-    # the observation: compute them once per game (see `materialize`).
+    control flow, so vmap computes nothing twice).
+
+    With `Game.materialize_state`, a done `state` is kept by selecting its
+    game state, flags and step count before the `State` is built (every other
+    field is a function of those, built by `_make_state` as when `state` was
+    made), and the selected scalars are materialized: the old mask and
+    observation are not read. Otherwise the built `State` is selected field
+    by field, which is cheaper where the mask and observation are cheap."""
     done = state.done
     if self._game.materialize_state:
-      g, illegal, step_count, done = materialize_small((g, illegal, step_count, done))
+      keep = lambda old, new: jnp.where(done, old, new)  # noqa: E731
+      g = jax.tree.map(keep, state.game, g)
+      illegal = keep(state.illegal_action, illegal)
+      step_count = keep(state.step_count, step_count)
+      rewards = keep(jnp.zeros_like(rewards), rewards)
+      # The game's scalars and the flags feed every element of the mask and
+      # the observation: compute them once per game (see `materialize`).
+      g, illegal, step_count = materialize_small((g, illegal, step_count))
+      return self._ended(g, rewards, step_count, illegal)
+    new_state = self._ended(g, rewards, step_count, illegal)
+    done_state = state.replace(rewards=jnp.zeros_like(state.rewards))
+    return jax.tree.map(lambda d, n: jnp.where(done, d, n), done_state, new_state)
+
+  def _ended(
+    self, g: GameState, rewards: jax.Array, step_count: jax.Array, illegal: jax.Array
+  ) -> State:
+    """`_make_state` with truncation at `max_game_length` and the
+    illegal-action ending (the old board kept, the game over)."""
     new_state = self._make_state(
       g, rewards, step_count, illegal, truncated=step_count >= self.max_game_length
     )
-    # Illegal: keep the old board but end the game.
-    new_state = new_state.replace(
+    return new_state.replace(
       current_player=jnp.where(illegal, TERMINAL, new_state.current_player),
       legal_action_mask=new_state.legal_action_mask & ~illegal,
       chance_probs=jnp.where(illegal, 0.0, new_state.chance_probs),
       truncated=new_state.truncated & ~illegal,
     )
-    # A done state is absorbing with zero rewards.
-    done_state = state.replace(rewards=jnp.zeros_like(state.rewards))
-    return jax.tree.map(lambda d, n: jnp.where(done, d, n), done_state, new_state)
 
   def _sample_game_chance(
     self, g: GameState, step_count: jax.Array, key: jax.Array, active: jax.Array, unroll: int

@@ -198,6 +198,45 @@ def check_absorbing_and_illegal(env: Env, key: jax.Array) -> None:
       raise AssertionError(f"{env.id}: check_action accepted illegal {a}")
 
 
+def check_done_states_absorb(env: Env, key: jax.Array, batch: int = 32) -> None:
+  """A finished game (terminated, truncated or ended by an illegal action)
+  steps to itself, every field equal but `rewards`, which are zero: with an
+  explicit and with a keyed step. Random play, with an illegal action now
+  and then so that every env has games that end that way."""
+  explicit = not env.hidden_chance
+  num_steps = min(env.max_game_length + 2, 96)
+
+  def kept(old: State, new: State) -> jax.Array:
+    same = [
+      jnp.all((o == n).reshape(o.shape[0], -1), axis=-1)
+      for o, n in zip(jax.tree.leaves(old.replace(rewards=new.rewards)), jax.tree.leaves(new))
+    ]
+    return jnp.all(jnp.stack(same), axis=0) & jnp.all(new.rewards == 0, axis=-1)
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    s = jax.vmap(env.reset)(jax.random.split(k0, batch))
+
+    def body(s, k):
+      ka, ki, kc, kn = jax.random.split(k, 4)
+      a = jax.vmap(random_action)(s, jax.random.split(ka, batch))
+      rare = jax.random.uniform(ki, (batch,)) < 1 / 16
+      a = jnp.where(rare & (s.current_player >= 0), env.num_actions, a)
+      keyed = jax.vmap(env.step)(s, a, jax.random.split(kc, batch))
+      ok = kept(s, keyed)
+      if explicit:
+        ok &= kept(s, jax.vmap(env.step)(s, a))
+      return keyed, (s.done, ok | ~s.done)
+
+    _, (done, ok) = jax.lax.scan(body, s, jax.random.split(k1, num_steps))
+    return done, ok
+
+  done, ok = jax.device_get(run(key))
+  assert done.any(), f"{env.id}: no game ended in {num_steps} random steps"
+  assert ok.all(), f"{env.id}: a finished game changed when stepped"
+
+
 def check_hidden_chance(env: Env, key: jax.Array) -> None:
   """Where chance hides inside the keyed transition (`env.hidden_chance`,
   the gymnax and pgx adapters): no chance nodes; `step(state, action, key)`
@@ -226,11 +265,12 @@ def check_hidden_chance(env: Env, key: jax.Array) -> None:
 
 def check_contract(env: Env, key: jax.Array) -> None:
   """All contract checks for one env."""
-  ks = jax.random.split(key, 6)
+  ks = jax.random.split(key, 7)
   check_shapes(env, ks[0])
   check_playouts(env, ks[1])
   check_determinism(env, ks[2])
   check_keyed_step(env, ks[3])
   check_absorbing_and_illegal(env, ks[4])
   check_hidden_chance(env, ks[5])
+  check_done_states_absorb(env, ks[6])
   assert isinstance(env.render(env.init(ks[0])), str)
