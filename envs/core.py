@@ -21,6 +21,7 @@ from typing import Mapping, Optional, Tuple, Union
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.extend.random import threefry_2x32
 
 # Values of `State.current_player` that are not a player index.
 CHANCE = -1
@@ -297,13 +298,16 @@ class Env:
 
   def reset(self, key: jax.Array) -> State:
     """`init`, then samples chance until a decision or terminal node."""
-    k_init, k_chance = jax.random.split(key)
+    # One hash call gives init's key and the uniforms of the chance run.
+    unroll = self._game.max_initial_chance_run
+    words = key_words(key, 2 + unroll)
     g, rewards, step_count = self._sample_game_chance(
-      self._game.init(k_init),
+      self._game.init(words[:2]),
       jnp.int32(0),
-      k_chance,
+      jax.random.fold_in(key, 1),
       jnp.bool_(True),
-      self._game.max_initial_chance_run,
+      unroll,
+      us=open_uniforms(words[2:]),
     )
     return self._make_state(
       g, rewards, step_count, illegal=jnp.bool_(False), truncated=step_count >= self.max_game_length
@@ -541,7 +545,13 @@ class Env:
     )
 
   def _sample_game_chance(
-    self, g: GameState, step_count: jax.Array, key: jax.Array, active: jax.Array, unroll: int
+    self,
+    g: GameState,
+    step_count: jax.Array,
+    key: jax.Array,
+    active: jax.Array,
+    unroll: int,
+    us: Optional[jax.Array] = None,
   ):
     """Samples the chance nodes that follow game state `g` (if `active`).
 
@@ -550,6 +560,9 @@ class Env:
     (pgx style: no loop under vmap); a `while_loop` samples any longer run,
     and is left out where the game declares the bound exact. A run stops at
     a decision or terminal node or at `max_game_length` transitions.
+
+    `us`: float32 `[unroll]` uniforms in (0, 1] for the unrolled nodes
+    (default: drawn from `key`, `open_uniforms(key_words(key, unroll))`).
 
     Returns (g', float32 `[num_players]` summed rewards, step_count').
     """
@@ -566,7 +579,8 @@ class Env:
       return g, step_count + active.astype(step_count.dtype), total, active
 
     if unroll:
-      us = 1.0 - jax.random.uniform(key, (unroll,))  # (0, 1]
+      if us is None:
+        us = open_uniforms(key_words(key, unroll))
       for i in range(unroll):
         g, step_count, total, active = chance_step(g, step_count, total, us[i], active)
     if not game.chance_run_exact:
@@ -585,6 +599,24 @@ class Env:
         cond, body, (g, step_count, total, active, jnp.int32(unroll))
       )
     return g, total, step_count
+
+
+def key_words(key: jax.Array, n: int) -> jax.Array:
+  """uint32 `[n]`: pseudo-random words of a raw uint32 `[2]` PRNG key, from
+  one threefry call that yields two words per hash (`jax.random.uniform`
+  would hash once per word, and `split` then `uniform` is two calls: on CPU
+  each call is a rolled loop with its own overhead, which made the keyed
+  step's random numbers a third of a Nannon step)."""
+  m = n + n % 2
+  return threefry_2x32(key, jnp.arange(m, dtype=jnp.uint32))[:n]
+
+
+def open_uniforms(words: jax.Array) -> jax.Array:
+  """float32 uniforms in (0, 1] from uint32 words (23 bits each, as
+  `jax.random.uniform` makes them; (0, 1] so that inverse CDF never draws
+  an outcome of probability 0)."""
+  mantissa = jax.lax.shift_right_logical(words, jnp.uint32(9)) | jnp.uint32(0x3F800000)
+  return 2.0 - jax.lax.bitcast_convert_type(mantissa, jnp.float32)
 
 
 def _inverse_cdf(probs: jax.Array, u: jax.Array) -> jax.Array:

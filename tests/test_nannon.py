@@ -180,14 +180,16 @@ def test_observation_is_from_the_movers_view(env):
   assert np.asarray(env.init(jax.random.PRNGKey(0)).observation)[-1] == 1.0
 
 
-def test_legal_moves_match_brute_force():
+# 8 points; 24 points (the largest board, the spots as bits fill 25 of 32)
+# with a 30-sided die (moves that reach past bit 31).
+@pytest.mark.parametrize("n,sides", [(8, 6), (24, 30)])
+def test_legal_moves_match_brute_force(n, sides):
   """`legal_moves` against a direct reading of the rules, on random boards."""
-  rng = np.random.default_rng(0)
-  n = 8
+  rng = np.random.default_rng(n)
   fn = jax.jit(jax.vmap(nannon.legal_moves))
   cells = rng.integers(0, 3, (500, n))  # 0 empty, 1 mine, 2 theirs
   home = rng.integers(0, 2, 500)
-  roll = rng.integers(1, 7, 500)
+  roll = rng.integers(1, sides + 1, 500)
   got = np.asarray(
     fn(jnp.asarray(cells == 1), jnp.asarray(cells == 2), jnp.asarray(home), jnp.asarray(roll))
   )
