@@ -298,16 +298,11 @@ class Env:
 
   def reset(self, key: jax.Array) -> State:
     """`init`, then samples chance until a decision or terminal node."""
-    # One hash call gives init's key and the uniforms of the chance run.
+    # One hash call gives init's key and the chance run's words.
     unroll = self._game.max_initial_chance_run
-    words = key_words(key, 2 + unroll)
+    words = key_words(key, 4 + unroll)
     g, rewards, step_count = self._sample_game_chance(
-      self._game.init(words[:2]),
-      jnp.int32(0),
-      jax.random.fold_in(key, 1),
-      jnp.bool_(True),
-      unroll,
-      us=open_uniforms(words[2:]),
+      self._game.init(words[:2]), jnp.int32(0), words[2:], jnp.bool_(True), unroll
     )
     return self._make_state(
       g, rewards, step_count, illegal=jnp.bool_(False), truncated=step_count >= self.max_game_length
@@ -339,8 +334,9 @@ class Env:
     if key is not None:
       # The chance nodes that follow run on the game state alone: the State
       # (mask, observation, ...) is built once, for the node where they stop.
+      unroll = self._game.max_chance_run
       g, chance_rewards, step_count = self._sample_game_chance(
-        g, step_count, key, ~illegal, self._game.max_chance_run
+        g, step_count, key_words(key, 2 + unroll), ~illegal, unroll
       )
       rewards = rewards + chance_rewards
     return self._finish(state, g, rewards, step_count, illegal)
@@ -354,7 +350,7 @@ class Env:
     g, rewards, step_count = self._sample_game_chance(
       state.game,
       state.step_count,
-      key,
+      key_words(key, 2 + self.chance_run),
       ~state.done,
       self.chance_run,
     )
@@ -548,10 +544,9 @@ class Env:
     self,
     g: GameState,
     step_count: jax.Array,
-    key: jax.Array,
+    words: jax.Array,
     active: jax.Array,
     unroll: int,
-    us: Optional[jax.Array] = None,
   ):
     """Samples the chance nodes that follow game state `g` (if `active`).
 
@@ -561,8 +556,9 @@ class Env:
     and is left out where the game declares the bound exact. A run stops at
     a decision or terminal node or at `max_game_length` transitions.
 
-    `us`: float32 `[unroll]` uniforms in (0, 1] for the unrolled nodes
-    (default: drawn from `key`, `open_uniforms(key_words(key, unroll))`).
+    `words`: uint32 `[2 + unroll]` from `key_words`: a key for the rare
+    rest (folded with the node index), then one word per unrolled node (its
+    uniform, `open_uniforms`). Separate words, so that no hash feeds both.
 
     Returns (g', float32 `[num_players]` summed rewards, step_count').
     """
@@ -578,9 +574,8 @@ class Env:
       total = total + jnp.where(active, r.astype(jnp.float32), 0.0)
       return g, step_count + active.astype(step_count.dtype), total, active
 
+    rest_key, us = words[:2], open_uniforms(words[2:])
     if unroll:
-      if us is None:
-        us = open_uniforms(key_words(key, unroll))
       for i in range(unroll):
         g, step_count, total, active = chance_step(g, step_count, total, us[i], active)
     if not game.chance_run_exact:
@@ -591,7 +586,7 @@ class Env:
 
       def body(carry):
         g, step_count, total, active, i = carry
-        u = 1.0 - jax.random.uniform(jax.random.fold_in(key, i))
+        u = 1.0 - jax.random.uniform(jax.random.fold_in(rest_key, i))
         g, step_count, total, active = chance_step(g, step_count, total, u, active)
         return g, step_count, total, active, i + 1
 

@@ -219,7 +219,7 @@ def check_done_states_absorb(env: Env, key: jax.Array, batch: int = 32) -> None:
     s = jax.vmap(env.reset)(jax.random.split(k0, batch))
 
     def body(s, k):
-      ka, ki, kc, kn = jax.random.split(k, 4)
+      ka, ki, kc = jax.random.split(k, 3)
       a = jax.vmap(random_action)(s, jax.random.split(ka, batch))
       rare = jax.random.uniform(ki, (batch,)) < 1 / 16
       a = jnp.where(rare & (s.current_player >= 0), env.num_actions, a)
