@@ -298,11 +298,16 @@ class Env:
 
   def reset(self, key: jax.Array) -> State:
     """`init`, then samples chance until a decision or terminal node."""
-    # One hash call gives init's key and the chance run's words.
+    # init gets split(key)[0], as it always has (the adapters' resets match
+    # their library's for that key); the chance run draws from the other.
+    k_init, k_chance = jax.random.split(key)
     unroll = self._game.max_initial_chance_run
-    words = key_words(key, 4 + unroll)
     g, rewards, step_count = self._sample_game_chance(
-      self._game.init(words[:2]), jnp.int32(0), words[2:], jnp.bool_(True), unroll
+      self._game.init(k_init),
+      jnp.int32(0),
+      key_words(k_chance, 2 + unroll),
+      jnp.bool_(True),
+      unroll,
     )
     return self._make_state(
       g, rewards, step_count, illegal=jnp.bool_(False), truncated=step_count >= self.max_game_length
