@@ -76,7 +76,10 @@ def eval_search_config(config: SearchConfig) -> SearchConfig:
 def search_agent_policy(
   network: Network, params: Params, env: envs.Env, config: SearchConfig
 ) -> envs.Policy:
-  """The greedy search agent (no root noise, temperature 0)."""
+  """The greedy search agent (no root noise, temperature 0); for TD(lambda)
+  its 1-ply expectimax, an `envs.OnePlyPolicy`."""
+  if isinstance(network, tdlambda.ValueModel):
+    return tdlambda.one_ply_policy(network, params)
   config = eval_search_config(config)
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
@@ -89,12 +92,13 @@ def search_agent_policy(
 
 def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
   """The network's greedy choice policy (argmax of legal policy logits); for
-  TD(lambda), which has no policy head, its greedy 1-ply expectimax."""
+  TD(lambda), which has no policy head, its greedy 1-ply expectimax (an
+  `envs.OnePlyPolicy`, which exact evaluators may tabulate)."""
+  if isinstance(network, tdlambda.ValueModel):
+    return tdlambda.one_ply_policy(network, params)
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
     del key
-    if isinstance(network, tdlambda.ValueModel):
-      return tdlambda.expectimax(network, params, state).action
     logits = network.root(params, state.observation).policy_logits
     return jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), axis=-1).astype(
       jnp.int32

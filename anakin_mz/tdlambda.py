@@ -87,6 +87,29 @@ class ValueModel:
     return self._net.apply(params, jnp.asarray(observation, jnp.float32))
 
 
+def successor_values(
+  model: ValueModel, params: Params, state: envs.State, root_player: chex.Array
+) -> chex.Array:
+  """`[M]`: the values of the states `state` `[M]` reached by a move, from
+  `root_player` `[M]`'s view (`anakin_mz.lookahead`'s rule: the chance that
+  follows averaged exactly, one network call for all of them)."""
+  children = lookahead.chance_children(model.env, state)
+  values = model.value(params, lookahead.observations(state, children))
+  return lookahead.state_values(
+    model.env, state, children, values, root_player, discount=model.discount
+  )
+
+
+def one_ply_policy(model: ValueModel, params: Params) -> envs.OnePlyPolicy:
+  """TD-Gammon's greedy player as an `envs.OnePlyPolicy` (exact evaluators
+  may tabulate its successor values)."""
+  return envs.OnePlyPolicy(
+    env=model.env,
+    successor_value=lambda s, root: successor_values(model, params, s, root),
+    discount=model.discount,
+  )
+
+
 def expectimax(model: ValueModel, params: Params, state: envs.State) -> SearchOutput:
   """TD-Gammon's move choice at the batched decision states `state` `[B]`.
 
@@ -94,26 +117,11 @@ def expectimax(model: ValueModel, params: Params, state: envs.State) -> SearchOu
   first of equals; 0 where no move is legal), `action_weights` its one-hot,
   `root_value` that value (mover's view), `search_tree` None.
   """
-  env = model.env
-  num_envs, num_actions = state.legal_action_mask.shape
-  mover = jnp.maximum(state.current_player, 0).astype(jnp.int32)
-  actions = jnp.arange(num_actions, dtype=jnp.int32)
-  succ = jax.vmap(lambda s: jax.vmap(lambda a: env.step(s, a))(actions))(state)
-  flat = jax.tree.map(lambda x: x.reshape((num_envs * num_actions,) + x.shape[2:]), succ)
-  children = lookahead.chance_children(env, flat)
-  values = model.value(params, lookahead.observations(flat, children))
-  root = jnp.repeat(mover, num_actions)
-  v = lookahead.state_values(env, flat, children, values, root, discount=model.discount)
-  r = jnp.take_along_axis(flat.rewards, root[:, None], axis=-1)[:, 0]
-  q = (r + model.discount * v).reshape(num_envs, num_actions)
-  legal = state.legal_action_mask
-  masked = jnp.where(legal, q, -jnp.inf)
-  action = jnp.argmax(masked, axis=-1).astype(jnp.int32)
-  root_value = jnp.where(jnp.any(legal, axis=-1), jnp.max(masked, axis=-1), 0.0)
+  action, value = one_ply_policy(model, params).choose(state)
   return SearchOutput(
     action=action,
-    action_weights=jax.nn.one_hot(action, num_actions, dtype=jnp.float32),
-    root_value=root_value,
+    action_weights=jax.nn.one_hot(action, state.legal_action_mask.shape[-1], dtype=jnp.float32),
+    root_value=value,
     search_tree=None,
   )
 

@@ -10,7 +10,7 @@ See `envs/API.md` for the contract.
 """
 
 from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State, chance_outcome
-from envs.policy import Policy, random_policy
+from envs.policy import OnePlyPolicy, Policy, random_policy
 from envs.registry import default_params, make, register, registered
 
 # Each import registers one game.
@@ -36,6 +36,7 @@ __all__ = [
   "default_params",
   "chance_outcome",
   "Policy",
+  "OnePlyPolicy",
   "random_policy",
   "from_gymnax",
   "from_pgx",

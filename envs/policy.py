@@ -15,12 +15,13 @@ that plays policies against each other.
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from typing import Callable, Tuple
 
 import jax
 import jax.numpy as jnp
 
-from envs.core import State
+from envs.core import Env, State
 
 Policy = Callable[[State, jax.Array], jax.Array]
 
@@ -97,3 +98,58 @@ def per_game(single: SinglePolicy) -> Policy:
     return jax.vmap(single)(state, keys).astype(jnp.int32)
 
   return policy
+
+
+# `(states [M], root_player int32 [M]) -> float32 [M]`: the value of states
+# reached by a move, from `root_player`'s view.
+SuccessorValue = Callable[[State, jax.Array], jax.Array]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OnePlyPolicy:
+  """A `Policy` that tries every move on the real game and plays the legal
+  one of highest `reward + discount * successor_value(successor, mover)`
+  (TD-Gammon's 1-ply search; the first of equals; 0 where none is legal).
+
+  Its choice depends on a successor only through `successor_value`, so a game
+  whose states can be enumerated may evaluate that once per distinct
+  successor instead of once per (state, move): Nannon's exact evaluator
+  does (`envs.nannon_solver.one_ply_table`). Calling the policy is the
+  reference that such a shortcut must reproduce bit for bit.
+
+  Attributes:
+    env: the game the moves are tried on.
+    successor_value: `(states [M], root_player [M]) -> [M]`, float32 values
+      of the states reached, from the view of `root_player` (the mover); 0
+      for a finished game, whose reward is on the move's edge.
+    discount: per-transition discount.
+  """
+
+  env: Env
+  successor_value: SuccessorValue
+  discount: float
+
+  def action_values(self, state: State) -> jax.Array:
+    """float32 `[B, A]`: every action's value from the mover's view (illegal
+    actions included: meaningless but defined)."""
+    num_envs, num_actions = state.legal_action_mask.shape
+    mover = jnp.maximum(state.current_player, 0).astype(jnp.int32)
+    actions = jnp.arange(num_actions, dtype=jnp.int32)
+    succ = jax.vmap(lambda s: jax.vmap(lambda a: self.env.step(s, a))(actions))(state)
+    flat = jax.tree.map(lambda x: x.reshape((num_envs * num_actions,) + x.shape[2:]), succ)
+    root = jnp.repeat(mover, num_actions)
+    v = self.successor_value(flat, root)
+    r = jnp.take_along_axis(flat.rewards, root[:, None], axis=-1)[:, 0]
+    return (r + self.discount * v).reshape(num_envs, num_actions)
+
+  def choose(self, state: State) -> Tuple[jax.Array, jax.Array]:
+    """(action int32 `[B]`, its value float32 `[B]`, 0 where no move is legal)."""
+    legal = state.legal_action_mask
+    masked = jnp.where(legal, self.action_values(state), -jnp.inf)
+    action = jnp.argmax(masked, axis=-1).astype(jnp.int32)
+    value = jnp.where(jnp.any(legal, axis=-1), jnp.max(masked, axis=-1), 0.0)
+    return action, value
+
+  def __call__(self, state: State, key: jax.Array) -> jax.Array:
+    del key  # deterministic
+    return self.choose(state)[0]

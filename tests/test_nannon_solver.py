@@ -465,3 +465,25 @@ def test_12_5_6_exact_scoring_of_a_network_agrees_with_sampling():
   # Solves 12-5-6 once (about 5 CPU-minutes; cached on disk afterwards).
   env = envs.make("nannon", points=12, checkers=5)
   check_exact_against_sampled(env, greedy_network(env, hidden=(64, 64)), games=2000, seed=5)
+
+
+@pytest.mark.parametrize("discount, scale", [(1.0, 1.0), (1.0, 4.0), (0.9, 2.0)])
+def test_one_ply_table_is_the_policy_applied_state_by_state(env, discount, scale):
+  # TD(lambda)'s greedy player (an envs.OnePlyPolicy) tabulated from one
+  # value per position equals the policy applied to every decision state:
+  # the same move everywhere, ties and wins included.
+  from anakin_mz import tdlambda
+  from anakin_mz.networks import NetworkConfig
+
+  model = tdlambda.ValueModel(env, NetworkConfig(hidden=(32,)), discount=discount)
+  params = jax.tree.map(lambda x: scale * x, model.init(jax.random.PRNGKey(7)))
+  policy = tdlambda.one_ply_policy(model, params)
+  fast = ns.one_ply_table(env, policy, batch_size=1000)
+  slow = ns.policy_table_from_fn(env, lambda s: policy(s, jax.random.PRNGKey(0)), 4096)
+  np.testing.assert_array_equal(fast, slow)
+  # The moves differ between positions (not a constant table).
+  t = ns.build_tables(6, 3, 6)
+  assert len(np.unique(fast[t.decision])) > 3
+  import envs.bots.nannon as bots_nannon
+
+  np.testing.assert_array_equal(bots_nannon.policy_table(env, policy, jax.random.PRNGKey(1)), fast)
