@@ -362,6 +362,57 @@ def _check_spec(out: str, spec: Dict[str, object], title: str) -> None:
     json.dump({**spec, "title": title}, f, indent=1)
 
 
+MERGED_SETTINGS = ("config", "overrides", "budget", "eval_games")
+
+
+def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
+  """One comparison in `out` over the runs of several (e.g. one per seed,
+  each trained on its own core): `out/compare.json` lists every run, and
+  `out/<label>` links to each run directory (absolute symbolic links; the
+  runs stay where they are). The comparisons must share their settings
+  (config, overrides, budget, eval games) and name each run once. `out`
+  may already hold the same merge (it is written again). Returns the spec.
+  """
+  if len(sources) < 2:
+    raise ValueError(f"--merge needs at least two comparisons, got {len(sources)}")
+  specs = [read_spec(src) for src in sources]
+  for src, spec in zip(sources[1:], specs[1:]):
+    diffs = [
+      f"{k}: {specs[0].get(k)!r} in {sources[0]!r}, {spec.get(k)!r} there"
+      for k in MERGED_SETTINGS
+      if spec.get(k) != specs[0].get(k)
+    ]
+    if diffs:
+      raise ValueError(f"cannot merge {src!r}: other settings ({'; '.join(diffs)})")
+  runs, links = [], {}
+  for src, spec in zip(sources, specs):
+    for r in spec["runs"]:
+      label = RunSpec(r["agent"], r["seed"], tuple(r["overrides"])).label
+      if label in links:
+        raise ValueError(f"run {label!r} is in both {links[label][0]!r} and {src!r}")
+      target = os.path.realpath(os.path.join(src, label))
+      if not os.path.isdir(target):
+        raise ValueError(f"{src!r} lists run {label!r} but has no directory {target!r}")
+      links[label] = (src, target)
+      runs.append(r)
+  os.makedirs(out, exist_ok=True)
+  for label, (_, target) in links.items():
+    link = os.path.join(out, label)
+    if os.path.islink(link):
+      os.remove(link)
+    elif os.path.exists(link):
+      raise ValueError(f"{link!r} exists and is not a link: pick another --out")
+    os.symlink(target, link)
+  seeds = sorted({r["seed"] for r in runs})
+  agents = list(dict.fromkeys(r["agent"] for r in runs))
+  title = specs[0].get("title", "").split(":")[0]
+  spec = {k: specs[0][k] for k in MERGED_SETTINGS}
+  spec.update(runs=runs, title=f"{title}: {','.join(agents)}, seeds {' '.join(map(str, seeds))}")
+  with open(os.path.join(out, SPEC_FILE), "w", encoding="utf-8") as f:
+    json.dump(spec, f, indent=1)
+  return spec
+
+
 def load_rows(out: str) -> Dict[str, List[Dict[str, object]]]:
   """{label: rows} of every run of the comparison in `out`."""
   spec = read_spec(out)

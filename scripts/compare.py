@@ -5,6 +5,7 @@
     python scripts/compare.py --env nannon --config configs/nannon_12_5_6.yaml \\
         --agents ndmz,alphazero,tdlambda --minutes 60 --every 10 --out runs/compare_12_5_6
     python scripts/compare.py --report-only --out runs/compare_nannon
+    python scripts/compare.py --merge runs/cmp_s0 runs/cmp_s1 --out runs/cmp  # one report
 
 Each run (agent x seed) is an ordinary run directory `<out>/<agent>_s<seed>`
 (TensorBoard, checkpoints; `evaluate.py --checkpoint` and `plot.py` work on
@@ -66,6 +67,12 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--report-only", action="store_true", help="only redraw the table and figures from --out"
   )
+  parser.add_argument(
+    "--merge",
+    nargs="+",
+    metavar="DIR",
+    help="report over the runs of these comparisons (same settings) in --out",
+  )
   parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train.py)")
   args = parser.parse_intermixed_args(argv)
   try:  # before anything starts JAX
@@ -75,8 +82,10 @@ def main(argv=None) -> int:
 
   from anakin_mz import compare
 
-  if args.report_only:
+  if args.report_only or args.merge:
     try:
+      if args.merge:
+        compare.merge(args.out, args.merge)
       spec = compare.read_spec(args.out)
       rows = compare.load_rows(args.out)
       config = config_lib.load(spec["config"], spec["overrides"])

@@ -187,3 +187,44 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
   # Other settings in the same directory: a clear error.
   with pytest.raises(ValueError, match="other settings"):
     compare.compare(NANNON, TINY, runs, compare.Budget("env_steps", 512, 128), out, eval_games=8)
+
+
+def _fake_comparison(out, runs, budget_total=8.0, every=8.0):
+  os.makedirs(out)
+  spec = {
+    "config": "/c.yaml",
+    "overrides": [],
+    "runs": [{"agent": a, "seed": s, "overrides": []} for a, s in runs],
+    "budget": {"unit": "minutes", "total": budget_total, "every": every},
+    "eval_games": 8,
+    "title": "nannon {}: x, seeds y",
+  }
+  with open(os.path.join(out, compare.SPEC_FILE), "w") as f:
+    json.dump(spec, f)
+  for a, s in runs:
+    os.makedirs(os.path.join(out, f"{a}_s{s}"))
+  return out
+
+
+def test_merge_links_the_runs_of_several_comparisons(tmp_path):
+  a = _fake_comparison(str(tmp_path / "a"), [("ndmz", 0), ("alphazero", 0)])
+  b = _fake_comparison(str(tmp_path / "b"), [("ndmz", 1), ("tdlambda", 1)])
+  out = str(tmp_path / "ab")
+  spec = compare.merge(out, [a, b])
+  labels = ["ndmz_s0", "alphazero_s0", "ndmz_s1", "tdlambda_s1"]
+  assert [f"{r['agent']}_s{r['seed']}" for r in spec["runs"]] == labels
+  assert compare.read_spec(out) == spec
+  assert spec["budget"] == {"unit": "minutes", "total": 8.0, "every": 8.0}
+  assert spec["title"] == "nannon {}: ndmz,alphazero,tdlambda, seeds 0 1"
+  for label, src in zip(labels, [a, a, b, b]):
+    assert os.path.realpath(os.path.join(out, label)) == os.path.realpath(os.path.join(src, label))
+  assert compare.merge(out, [a, b]) == spec  # again: the same
+  c = _fake_comparison(str(tmp_path / "c"), [("ndmz", 2)], budget_total=16.0)
+  with pytest.raises(ValueError, match="other settings.*budget"):
+    compare.merge(str(tmp_path / "ac"), [a, c])
+  with pytest.raises(ValueError, match="'ndmz_s0' is in both"):
+    compare.merge(str(tmp_path / "aa"), [a, a])
+  with pytest.raises(ValueError, match="at least two"):
+    compare.merge(str(tmp_path / "x"), [a])
+  with pytest.raises(ValueError, match="holds no comparison"):
+    compare.merge(str(tmp_path / "y"), [a, str(tmp_path)])
