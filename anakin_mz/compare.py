@@ -371,7 +371,9 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   `out/<label>` links to each run directory (absolute symbolic links; the
   runs stay where they are). The comparisons must share their settings
   (config, overrides, budget, eval games) and name each run once. `out`
-  may already hold the same merge (it is written again). Returns the spec.
+  may already hold the same merge (it is written again). The runs are
+  listed agent by agent (in order of first appearance), seeds ascending.
+  Returns the spec.
   """
   if len(sources) < 2:
     raise ValueError(f"--merge needs at least two comparisons, got {len(sources)}")
@@ -405,7 +407,8 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
     os.symlink(target, link)
   seeds = sorted({r["seed"] for r in runs})
   agents = list(dict.fromkeys(r["agent"] for r in runs))
-  title = specs[0].get("title", "").split(":")[0]
+  runs.sort(key=lambda r: (agents.index(r["agent"]), r["seed"]))  # an agent's seeds together
+  title = specs[0].get("title", "").rsplit(": ", 1)[0]  # "<env> <params>: <agents>, seeds .."
   spec = {k: specs[0][k] for k in MERGED_SETTINGS}
   spec.update(runs=runs, title=f"{title}: {','.join(agents)}, seeds {' '.join(map(str, seeds))}")
   with open(os.path.join(out, SPEC_FILE), "w", encoding="utf-8") as f:

@@ -197,7 +197,7 @@ def _fake_comparison(out, runs, budget_total=8.0, every=8.0):
     "runs": [{"agent": a, "seed": s, "overrides": []} for a, s in runs],
     "budget": {"unit": "minutes", "total": budget_total, "every": every},
     "eval_games": 8,
-    "title": "nannon {}: x, seeds y",
+    "title": "nannon {'points': 6}: x, seeds y",
   }
   with open(os.path.join(out, compare.SPEC_FILE), "w") as f:
     json.dump(spec, f)
@@ -211,12 +211,12 @@ def test_merge_links_the_runs_of_several_comparisons(tmp_path):
   b = _fake_comparison(str(tmp_path / "b"), [("ndmz", 1), ("tdlambda", 1)])
   out = str(tmp_path / "ab")
   spec = compare.merge(out, [a, b])
-  labels = ["ndmz_s0", "alphazero_s0", "ndmz_s1", "tdlambda_s1"]
+  labels = ["ndmz_s0", "ndmz_s1", "alphazero_s0", "tdlambda_s1"]
   assert [f"{r['agent']}_s{r['seed']}" for r in spec["runs"]] == labels
   assert compare.read_spec(out) == spec
   assert spec["budget"] == {"unit": "minutes", "total": 8.0, "every": 8.0}
-  assert spec["title"] == "nannon {}: ndmz,alphazero,tdlambda, seeds 0 1"
-  for label, src in zip(labels, [a, a, b, b]):
+  assert spec["title"] == "nannon {'points': 6}: ndmz,alphazero,tdlambda, seeds 0 1"
+  for label, src in zip(labels, [a, b, a, b]):
     assert os.path.realpath(os.path.join(out, label)) == os.path.realpath(os.path.join(src, label))
   assert compare.merge(out, [a, b]) == spec  # again: the same
   c = _fake_comparison(str(tmp_path / "c"), [("ndmz", 2)], budget_total=16.0)
