@@ -339,10 +339,7 @@ def _value_iteration(v, succ, flip, lost, won, tol, max_iterations):
 @jax.jit
 def _greedy(v, succ, flip, lost, won, slot_action):
   tv, q = _bellman(v, succ, flip, lost, won)
-  best = jnp.argmax(q, -1)  # first maximum: the lowest slot
-  action = jnp.take_along_axis(
-    jnp.broadcast_to(slot_action[:, None, :], succ.shape), best[..., None], -1
-  )[..., 0]
+  action = _slot_to_action(slot_action, jnp.argmax(q, -1))  # first maximum: the lowest slot
   decide = (succ < v.shape[0]).any(-1) & ~(lost | won)[:, None]
   return jnp.max(jnp.abs(tv - v)), jnp.where(decide, action, -1).astype(jnp.int8)
 
@@ -618,6 +615,26 @@ def _state_builder(params: Tuple[Tuple[str, object], ...]):
   return build
 
 
+def _chunked(arrays: Tuple[np.ndarray, ...], batch_size: int) -> Tuple[np.ndarray, ...]:
+  """Each `[M]` array as `[chunks, batch]`, `batch = min(batch_size, M)`, the
+  last chunk padded with copies of the last entry (one shape, one
+  compilation; the caller drops the padding)."""
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  size = len(arrays[0])
+  batch = min(batch_size, size)
+  chunks = -(-size // batch)
+  pad = chunks * batch - size
+  return tuple(np.pad(a, (0, pad), mode="edge").reshape(chunks, batch) for a in arrays)
+
+
+def _slot_to_action(slot_action: jax.Array, slots: jax.Array) -> jax.Array:
+  """int32 `[N, d]`: the env action of each chosen slot `[N, d]` (`slot_action`
+  `[N, k+1]`)."""
+  wide = jnp.broadcast_to(slot_action[:, None, :], slots.shape + slot_action.shape[-1:])
+  return jnp.take_along_axis(wide, slots[..., None], -1)[..., 0]
+
+
 def policy_table_from_fn(
   env: Optional[Env], act: Callable[[State], jax.Array], batch_size: int = 1 << 13
 ) -> np.ndarray:
@@ -640,15 +657,9 @@ def policy_table_from_fn(
   if env is None:
     env = envs.make("nannon")
   n, k, d = _config(env)
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   pos, roll = decision_index(env)
   size = len(pos)
-  batch = min(batch_size, size)
-  chunks = -(-size // batch)
-  pad = chunks * batch - size
-  p = np.pad(pos, (0, pad), mode="edge").reshape(chunks, batch)
-  r = np.pad(roll, (0, pad), mode="edge").reshape(chunks, batch)
+  p, r = _chunked((pos, roll), batch_size)
   build = _state_builder(tuple(sorted(env.params.items())))
 
   @jax.jit
@@ -686,13 +697,9 @@ def one_ply_table(
   if env is None:
     env = envs.make("nannon")
   n, k, d = _config(env)
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   t = build_tables(n, k, d)
   num = t.num_positions
-  batch = min(batch_size, num)
-  chunks = -(-num // batch)
-  p = np.minimum(np.arange(chunks * batch, dtype=np.int32), num - 1).reshape(chunks, batch)
+  (p,) = _chunked((np.arange(num, dtype=np.int32),), batch_size)
   build = _state_builder(tuple(sorted(env.params.items())))
 
   @jax.jit
@@ -710,10 +717,7 @@ def one_ply_table(
     r = jnp.where(wins, 1.0, 0.0).astype(jnp.float32)
     v = jnp.where(wins, 0.0, u[nxt]).astype(jnp.float32)
     q = jnp.where(legal, r + policy.discount * v, -jnp.inf)
-    best = jnp.argmax(q, -1)
-    return jnp.take_along_axis(
-      jnp.broadcast_to(slot_action[:, None, :], succ.shape), best[..., None], -1
-    )[..., 0]
+    return _slot_to_action(slot_action, jnp.argmax(q, -1))
 
   u = values(jnp.asarray(p)).reshape(-1)[:num]
   action = np.asarray(jax.device_get(choose(u, t.succ, t.lost, t.slot_action)))
