@@ -35,7 +35,7 @@ import math
 import os
 import re
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -365,13 +365,19 @@ def _check_spec(out: str, spec: Dict[str, object], title: str) -> None:
 MERGED_SETTINGS = ("config", "overrides", "budget", "eval_games")
 
 
+def _label(run: Mapping[str, object]) -> str:
+  """The directory name of a run listed in a `compare.json`."""
+  return RunSpec(run["agent"], run["seed"], tuple(run["overrides"])).label
+
+
 def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   """One comparison in `out` over the runs of several (e.g. one per seed,
   each trained on its own core): `out/compare.json` lists every run, and
   `out/<label>` links to each run directory (absolute symbolic links; the
   runs stay where they are). The comparisons must share their settings
   (config, overrides, budget, eval games) and name each run once. `out`
-  may already hold the same merge (it is written again). The runs are
+  may already hold the same merge, or a merge of some of these runs (it is
+  written again); any other comparison there is refused. The runs are
   listed agent by agent (in order of first appearance), seeds ascending.
   Returns the spec.
   """
@@ -389,7 +395,7 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   runs, links = [], {}
   for src, spec in zip(sources, specs):
     for r in spec["runs"]:
-      label = RunSpec(r["agent"], r["seed"], tuple(r["overrides"])).label
+      label = _label(r)
       if label in links:
         raise ValueError(f"run {label!r} is in both {links[label][0]!r} and {src!r}")
       target = os.path.realpath(os.path.join(src, label))
@@ -397,6 +403,15 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
         raise ValueError(f"{src!r} lists run {label!r} but has no directory {target!r}")
       links[label] = (src, target)
       runs.append(r)
+  if os.path.exists(os.path.join(out, SPEC_FILE)):
+    # Rewriting `out` is fine while it only grows the merge held there; any
+    # other comparison in it would be silently replaced.
+    held = read_spec(out)
+    held_labels = [_label(r) for r in held["runs"]]
+    lost = [label for label in held_labels if label not in links]
+    if lost or any(held.get(k) != specs[0].get(k) for k in MERGED_SETTINGS):
+      why = f"runs {lost} not in this merge" if lost else "other settings"
+      raise ValueError(f"{out!r} holds another comparison ({why}): pick another --out")
   os.makedirs(out, exist_ok=True)
   for label, (_, target) in links.items():
     link = os.path.join(out, label)
@@ -419,7 +434,7 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
 def load_rows(out: str) -> Dict[str, List[Dict[str, object]]]:
   """{label: rows} of every run of the comparison in `out`."""
   spec = read_spec(out)
-  labels = [RunSpec(r["agent"], r["seed"], tuple(r["overrides"])).label for r in spec["runs"]]
+  labels = [_label(r) for r in spec["runs"]]
   return {label: read_rows(os.path.join(out, label)) for label in labels}
 
 

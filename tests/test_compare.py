@@ -219,6 +219,12 @@ def test_merge_links_the_runs_of_several_comparisons(tmp_path):
   for label, src in zip(labels, [a, b, a, b]):
     assert os.path.realpath(os.path.join(out, label)) == os.path.realpath(os.path.join(src, label))
   assert compare.merge(out, [a, b]) == spec  # again: the same
+  lost = r"holds another comparison \(runs \['ndmz_s0', 'alphazero_s0'\]"
+  with pytest.raises(ValueError, match=lost):
+    compare.merge(out, [b, _fake_comparison(str(tmp_path / "d"), [("ndmz", 3)])])
+  assert compare.read_spec(out) == spec  # left as it was
+  e = _fake_comparison(str(tmp_path / "e"), [("alphazero", 1)])
+  assert len(compare.merge(out, [a, b, e])["runs"]) == 5  # a merge may grow
   c = _fake_comparison(str(tmp_path / "c"), [("ndmz", 2)], budget_total=16.0)
   with pytest.raises(ValueError, match="other settings.*budget"):
     compare.merge(str(tmp_path / "ac"), [a, c])
