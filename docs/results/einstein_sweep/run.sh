@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The EinStein config sweep (issue 19): one variant after another on one
+# core, MINUTES of wall-clock each (compilation and the periodic evaluations
+# against random included), then the final checkpoint plays 1000 games
+# against expectiminimax:2 (evaluation seed 5, 32 simulations unless the
+# variant sets its own). Usage: run.sh CORE MINUTES NAME... (names below).
+# Two of these at once, one per core, is the setting of einstein_sweep.md.
+set -u
+core=${1:?core}; minutes=${2:?minutes}; shift 2
+declare -A variants=(
+  [base]=""
+  [td10]="train.td_steps=10"
+  [k3]="train.unroll_steps=3"
+  [temp]="train.temperature_end=0.1 train.temperature_decay_updates=1000"
+  [cosine]="train.lr_schedule=cosine"
+  [sims64]="search.num_simulations=64"
+  [h128]="network.hidden=[128,128]"
+  [cat]="network.value_head=categorical"
+  [rr4]="train.replay_ratio=4 train.total_updates=12000"
+  [sims16]="search.num_simulations=16"
+  [conv]="network.kind=conv"
+  [h128sims64]="network.hidden=[128,128] search.num_simulations=64"
+)
+mkdir -p runs/einstein_sweep
+for name in "$@"; do
+  overrides=${variants[${name%_s*}]-MISSING}
+  [ "$overrides" = MISSING ] && { echo "unknown variant $name" >&2; exit 2; }
+  seed=0; case $name in *_s1) seed=1 ;; esac
+  dir=runs/einstein_sweep/$name
+  # $overrides unquoted: one argument per override.
+  taskset -c "$core" python3 scripts/train.py --env einstein --config configs/einstein.yaml \
+    --minutes "$minutes" --seed "$seed" --logdir "$dir" --no-progress \
+    train.total_updates=4000 $overrides > "$dir.log" 2>&1
+  taskset -c "$core" python3 scripts/evaluate.py --checkpoint "$dir/checkpoints" \
+    --opponent expectiminimax:2 --games 1000 --seed 5 --json "$dir/vs_emm2.json" \
+    > "$dir.eval.log" 2>&1
+done
