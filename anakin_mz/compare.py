@@ -384,11 +384,13 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   if len(sources) < 2:
     raise ValueError(f"--merge needs at least two comparisons, got {len(sources)}")
   specs = [read_spec(src) for src in sources]
+
+  def differing(spec):  # the settings in which `spec` is not the first source's
+    return [k for k in MERGED_SETTINGS if spec.get(k) != specs[0].get(k)]
+
   for src, spec in zip(sources[1:], specs[1:]):
     diffs = [
-      f"{k}: {specs[0].get(k)!r} in {sources[0]!r}, {spec.get(k)!r} there"
-      for k in MERGED_SETTINGS
-      if spec.get(k) != specs[0].get(k)
+      f"{k}: {specs[0].get(k)!r} in {sources[0]!r}, {spec.get(k)!r} there" for k in differing(spec)
     ]
     if diffs:
       raise ValueError(f"cannot merge {src!r}: other settings ({'; '.join(diffs)})")
@@ -409,7 +411,7 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
     held = read_spec(out)
     held_labels = [_label(r) for r in held["runs"]]
     lost = [label for label in held_labels if label not in links]
-    if lost or any(held.get(k) != specs[0].get(k) for k in MERGED_SETTINGS):
+    if lost or differing(held):
       why = f"runs {lost} not in this merge" if lost else "other settings"
       raise ValueError(f"{out!r} holds another comparison ({why}): pick another --out")
   os.makedirs(out, exist_ok=True)
