@@ -14,7 +14,7 @@ import chex
 import jax.numpy as jnp
 
 import envs
-from anakin_mz import alphazero, stochastic_muzero, tdlambda
+from anakin_mz import alphazero, lookahead, stochastic_muzero, tdlambda
 from anakin_mz.networks import Network
 from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
 from anakin_mz.types import Params
@@ -105,3 +105,21 @@ def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
     )
 
   return policy
+
+
+def value_policy(
+  network: Network, params: Params, env: envs.Env, *, discount: float
+) -> envs.OnePlyPolicy:
+  """The network's value head in TD-Gammon's 1-ply expectimax on the real
+  game (`anakin_mz.lookahead`'s rule, as TD(lambda) plays): a diagnostic that
+  judges the value head alone, with neither the policy head nor the learned
+  dynamics. (For TD(lambda) it is its own player.)"""
+  if isinstance(network, tdlambda.ValueModel):
+    return tdlambda.one_ply_policy(network, params)
+  return envs.OnePlyPolicy(
+    env=env,
+    successor_value=lambda s, root: lookahead.successor_values(
+      env, lambda obs: network.root(params, obs).value, s, root, discount=discount
+    ),
+    discount=discount,
+  )

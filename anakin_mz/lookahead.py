@@ -21,6 +21,8 @@ of their chance children (`observations`) and hands the values back
 
 from __future__ import annotations
 
+from typing import Callable
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -98,3 +100,20 @@ def state_values(
     expected,
     jnp.where(state.current_player == envs.TERMINAL, 0.0, own),
   )
+
+
+def successor_values(
+  env: envs.Env,
+  value_fn: Callable[[chex.Array], chex.Array],
+  state: envs.State,
+  root_player: chex.Array,
+  *,
+  discount: float,
+) -> chex.Array:
+  """`[M]`: the values of the states `state` `[M]` from `root_player` `[M]`'s
+  view (the module's rule), with one `value_fn` call (`[M + M * C, *obs]`
+  observations -> `[M]` values, each from its observation's view) for all
+  of them."""
+  children = chance_children(env, state)
+  values = value_fn(observations(state, children))
+  return state_values(env, state, children, values, root_player, discount=discount)

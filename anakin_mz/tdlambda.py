@@ -93,10 +93,8 @@ def successor_values(
   """`[M]`: the values of the states `state` `[M]` reached by a move, from
   `root_player` `[M]`'s view (`anakin_mz.lookahead`'s rule: the chance that
   follows averaged exactly, one network call for all of them)."""
-  children = lookahead.chance_children(model.env, state)
-  values = model.value(params, lookahead.observations(state, children))
-  return lookahead.state_values(
-    model.env, state, children, values, root_player, discount=model.discount
+  return lookahead.successor_values(
+    model.env, lambda obs: model.value(params, obs), state, root_player, discount=model.discount
   )
 
 

@@ -69,8 +69,9 @@ def main(argv=None) -> int:
   parser.add_argument(
     "--agent",
     default="search",
-    choices=("search", "greedy"),
-    help="greedy search (default) or the greedy network policy",
+    help="search: greedy search (default); greedy: the greedy network policy; "
+    "value: the value head in a 1-ply expectimax on the real game (a diagnostic "
+    "of the value head alone)",
   )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default=None, help="also write the results here")

@@ -210,6 +210,14 @@ def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(nannon_ckpt, tm
   assert data["step"] == 3
 
 
+def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
+  r = report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="value", extra=False)
+  assert r["agent"] == "value" and r["simulations"] == 0 and r["games"] == 4
+  assert "ndmz value, 1-ply expectimax" in report.format_report(r)
+  with pytest.raises(ValueError, match=r"--agent must be one of \('search', 'greedy', 'value'\)"):
+    report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="policy")
+
+
 def test_odd_games_in_a_two_player_game(nannon_ckpt):
   err = _error(nannon_ckpt, games=3)
   assert "multiple of 2" in err

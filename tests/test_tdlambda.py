@@ -14,7 +14,7 @@ from anakin_mz import agent as agent_lib
 from anakin_mz import config as config_lib
 from anakin_mz import run as run_lib
 from anakin_mz.eval import report
-from anakin_mz.networks import NetworkConfig
+from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.search import SearchConfig
 from anakin_mz.tdlambda import (
   ValueModel,
@@ -211,3 +211,20 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
   assert r["algorithm"] == "tdlambda" and r["step"] == step
   assert "agent       tdlambda search, 1-ply expectimax" in report.format_report(r)
+
+
+def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():
+  """`act.value_policy` (evaluate.py --agent value) on an NDMZ network: the
+  1-ply expectimax of `expectimax` above, with the network's value head."""
+  env = envs.Env(_Gamble())
+  network = Network(env, NetworkConfig(hidden=(8,), latent_dim=8))
+  params = network.init(jax.random.PRNGKey(1))
+  state = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 1))
+  # V by phase, each from its observation's view (the mover's at phase 2
+  # and 3): phase 2 is player 1's, so -V2 for player 0.
+  v = network.root(params, jax.nn.one_hot(jnp.arange(5), 5)).value
+  expected = np.array([0.25 * -v[2] + 0.75 * v[3], 0.2, -v[2]])
+  policy = act.value_policy(network, params, env, discount=1.0)
+  np.testing.assert_allclose(policy.action_values(state)[0], expected, rtol=1e-5, atol=1e-6)
+  action = jax.jit(policy)(state, jax.random.PRNGKey(0))
+  assert int(action[0]) == int(np.argmax(expected))

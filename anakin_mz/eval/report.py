@@ -26,6 +26,12 @@ from anakin_mz import act
 from anakin_mz import agent as agent_lib
 from anakin_mz.eval import dynamics, match, opponents
 
+# What plays for a checkpoint: its greedy search, its greedy network policy,
+# or its value head in a 1-ply expectimax on the real game
+# (`act.value_policy`, which judges the value head without the policy head
+# or the learned model).
+AGENT_KINDS = ("search", "greedy", "value")
+
 
 def evaluate_checkpoint(
   directory: str,
@@ -49,8 +55,8 @@ def evaluate_checkpoint(
   Returns a JSON-ready dict. Raises CheckpointError / ValueError with a clear
   message for any bad input.
   """
-  if agent_kind not in ("search", "greedy"):
-    raise ValueError(f"--agent must be 'search' or 'greedy', got {agent_kind!r}")
+  if agent_kind not in AGENT_KINDS:
+    raise ValueError(f"--agent must be one of {AGENT_KINDS}, got {agent_kind!r}")
   if games < 1:
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:
@@ -69,7 +75,11 @@ def evaluate_checkpoint(
     search = dataclasses.replace(search, num_simulations=int(simulations))
   search_policy = act.search_agent_policy(agent.network, agent.params, env, search)
   greedy_policy = act.greedy_network_policy(agent.network, agent.params)
-  policy = search_policy if agent_kind == "search" else greedy_policy
+  policy = {
+    "search": search_policy,
+    "greedy": greedy_policy,
+    "value": act.value_policy(agent.network, agent.params, env, discount=agent.config.discount),
+  }[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
   out: Dict[str, object] = {
@@ -183,7 +193,7 @@ def _interval(d) -> str:
 def format_report(r: Dict[str, object]) -> str:
   """A readable table of an `evaluate_checkpoint` result."""
   sims = f", {r['simulations']} simulations" if r["agent"] == "search" else ""
-  if r.get("algorithm") == "tdlambda":  # TD(lambda) plays 1-ply expectimax, no tree
+  if r.get("algorithm") == "tdlambda" or r["agent"] == "value":  # no tree: act.value_policy
     sims = ", 1-ply expectimax"
   algorithm = f"{r['algorithm']} " if "algorithm" in r else ""
   params = ", ".join(f"{k}={v}" for k, v in sorted(r["env_params"].items()))
