@@ -211,9 +211,17 @@ def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(nannon_ckpt, tm
 
 
 def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
-  r = report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="value", extra=False)
+  r = report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="value")
   assert r["agent"] == "value" and r["simulations"] == 0 and r["games"] == 4
-  assert "ndmz value, 1-ply expectimax" in report.format_report(r)
+  text = report.format_report(r)
+  assert "ndmz value, 1-ply expectimax" in text and "value head, 1-ply expectimax" in text
+  # Nannon's exact evaluator scores the value player beside the other two.
+  assert sorted(k for k in r["exact"] if k.endswith("_vs_optimal")) == [
+    "greedy_vs_optimal",
+    "search_vs_optimal",
+    "value_vs_optimal",
+  ]
+  assert 0.0 < r["exact"]["value_vs_random"] < 1.0
   with pytest.raises(ValueError, match=r"--agent must be one of \('search', 'greedy', 'value'\)"):
     report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="policy")
 

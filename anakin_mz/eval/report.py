@@ -75,11 +75,11 @@ def evaluate_checkpoint(
     search = dataclasses.replace(search, num_simulations=int(simulations))
   search_policy = act.search_agent_policy(agent.network, agent.params, env, search)
   greedy_policy = act.greedy_network_policy(agent.network, agent.params)
-  policy = {
-    "search": search_policy,
-    "greedy": greedy_policy,
-    "value": act.value_policy(agent.network, agent.params, env, discount=agent.config.discount),
-  }[agent_kind]
+  policies = {"greedy": greedy_policy, "search": search_policy}
+  if agent_kind == "value":  # only on request: the extra evaluators score it too
+    discount = agent.config.discount
+    policies["value"] = act.value_policy(agent.network, agent.params, env, discount=discount)
+  policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
   out: Dict[str, object] = {
@@ -95,7 +95,7 @@ def evaluate_checkpoint(
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
   if extra:
     for evaluator in envs.bots.evaluators(env.id):
-      values = evaluator.score(env, {"greedy": greedy_policy, "search": search_policy}, k_extra)
+      values = evaluator.score(env, policies, k_extra)
       values.update(evaluator.reference(env))
       out[evaluator.name] = values
   if diagnostics:

@@ -54,7 +54,11 @@ def reference(env: Env) -> Dict[str, float]:
 
 def format_exact(e: Mapping[str, float]) -> str:
   lines = ["exact win probability (nannon solver)   vs optimal   vs random"]
-  labels = {"greedy": "greedy network policy", "search": "search policy table"}
+  labels = {
+    "greedy": "greedy network policy",
+    "search": "search policy table",
+    "value": "value head, 1-ply expectimax",
+  }
   names = [k[: -len("_vs_optimal")] for k in e if k.endswith("_vs_optimal")]
   for name in names:
     lines.append(
