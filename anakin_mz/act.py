@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 import envs
 from anakin_mz import alphazero, lookahead, stochastic_muzero, tdlambda
+from anakin_mz import config as config_lib
 from anakin_mz.networks import Network
 from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
 from anakin_mz.types import Params
@@ -113,7 +114,17 @@ def value_policy(
   """The network's value head in TD-Gammon's 1-ply expectimax on the real
   game (`anakin_mz.lookahead`'s rule, as TD(lambda) plays): a diagnostic that
   judges the value head alone, with neither the policy head nor the learned
-  dynamics. (For TD(lambda) it is its own player.)"""
+  dynamics. (For TD(lambda) it is its own player.)
+
+  Raises ValueError where the real game allows no such lookahead (where
+  TD(lambda) cannot play: `config.supported_agents`).
+  """
+  if "tdlambda" not in config_lib.supported_agents(env):
+    raise ValueError(
+      f"--agent value plays TD(lambda)'s 1-ply expectimax on the real game, which "
+      f"{env.id} does not allow ({config_lib.unsupported_reason(env)}); use --agent "
+      "search or greedy"
+    )
   if isinstance(network, tdlambda.ValueModel):
     return tdlambda.one_ply_policy(network, params)
   return envs.OnePlyPolicy(

@@ -74,7 +74,7 @@ def supported_agents(env: envs.Env) -> Tuple[str, ...]:
   return agents
 
 
-def _unsupported_reason(env: envs.Env) -> str:
+def unsupported_reason(env: envs.Env) -> str:
   """Why some agents cannot play `env` (for the error message)."""
   if env.hidden_chance:
     return "it draws chance inside its keyed step, hidden from a model"
@@ -365,7 +365,7 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"unknown agent {agent!r}; valid agents: {', '.join(AGENTS)}")
   if agent not in supported_agents(env):
     raise ValueError(
-      f"agent {agent!r} does not support env {name!r} ({_unsupported_reason(env)}); "
+      f"agent {agent!r} does not support env {name!r} ({unsupported_reason(env)}); "
       f"valid agents for it: {', '.join(supported_agents(env))}"
     )
   seed = raw.get("seed", 0)

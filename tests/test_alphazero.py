@@ -22,7 +22,7 @@ import envs
 from anakin_mz import act, agents
 from anakin_mz import config as config_lib
 from anakin_mz.alphazero import TrueModel
-from anakin_mz.networks import NetworkConfig
+from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.search import SearchConfig
 from envs.core import CHANCE, TERMINAL
 
@@ -177,6 +177,17 @@ def test_true_model_agents_refuse_hidden_chance(agent):
   with pytest.raises(ValueError, match="hidden from a model.*valid agents for it: ndmz"):
     config_lib.load("configs/minatar-breakout.yaml", [f"agent={agent}"])
   assert config_lib.load("configs/minatar-breakout.yaml").agent == "ndmz"
+
+
+def test_value_player_refuses_hidden_chance():
+  """`evaluate.py --agent value` looks ahead on the real game as TD(lambda)
+  does: refused where TD(lambda) is, before any network call."""
+  pytest.importorskip("gymnax")
+  config = config_lib.load("configs/minatar-breakout.yaml")
+  env = config.make_env()
+  network = Network(env, config.network)
+  with pytest.raises(ValueError, match="--agent value .*hidden from a model.*--agent search"):
+    act.value_policy(network, None, env, discount=1.0)
 
 
 def test_alphazero_learner_trains_policy_and_value_only():
