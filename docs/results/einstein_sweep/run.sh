@@ -20,6 +20,16 @@ declare -A variants=(
   [sims16]="search.num_simulations=16"
   [conv]="network.kind=conv"
   [h128sims64]="network.hidden=[128,128] search.num_simulations=64"
+  [gumbel]="search.root=gumbel"
+  [pmv]="search.chance_mode=prior_minus_visits"
+  [gumbelpmv]="search.root=gumbel search.chance_mode=prior_minus_visits"
+  [gumbel16]="search.root=gumbel search.num_simulations=16"
+  [lr3e4]="train.learning_rate=0.0003"
+  [reana]="train.reanalyse_fraction=0.5 train.td_steps=5"
+  [vw4]="loss.value_weight=4"
+  [temp0]="train.temperature_start=0 train.temperature_end=0"
+  [temp0nd]="train.temperature_start=0 train.temperature_end=0 search.dirichlet_fraction=0"
+  [temp0vw4]="train.temperature_start=0 train.temperature_end=0 loss.value_weight=4"
 )
 mkdir -p runs/einstein_sweep
 for name in "$@"; do
