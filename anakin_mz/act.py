@@ -127,10 +127,6 @@ def value_policy(
     )
   if isinstance(network, tdlambda.ValueModel):
     return tdlambda.one_ply_policy(network, params)
-  return envs.OnePlyPolicy(
-    env=env,
-    successor_value=lambda s, root: lookahead.successor_values(
-      env, lambda obs: network.root(params, obs).value, s, root, discount=discount
-    ),
-    discount=discount,
+  return lookahead.one_ply_policy(
+    env, lambda obs: network.root(params, obs).value, discount=discount
   )

@@ -102,18 +102,20 @@ def state_values(
   )
 
 
-def successor_values(
-  env: envs.Env,
-  value_fn: Callable[[chex.Array], chex.Array],
-  state: envs.State,
-  root_player: chex.Array,
-  *,
-  discount: float,
-) -> chex.Array:
-  """`[M]`: the values of the states `state` `[M]` from `root_player` `[M]`'s
-  view (the module's rule), with one `value_fn` call (`[M + M * C, *obs]`
-  observations -> `[M]` values, each from its observation's view) for all
-  of them."""
-  children = chance_children(env, state)
-  values = value_fn(observations(state, children))
-  return state_values(env, state, children, values, root_player, discount=discount)
+def one_ply_policy(
+  env: envs.Env, value_fn: Callable[[chex.Array], chex.Array], *, discount: float
+) -> envs.OnePlyPolicy:
+  """TD-Gammon's 1-ply player on `env` with the value function `value_fn`
+  (`[M, *obs]` observations -> `[M]` values, each from its observation's
+  view): every move is tried on the real game and its successor valued by
+  the module's rule, with one `value_fn` call for all successors and their
+  chance children. TD(lambda) plays it with its value network
+  (`tdlambda.one_ply_policy`), `evaluate.py --agent value` with a
+  checkpoint's value head (`act.value_policy`)."""
+
+  def successor_value(state: envs.State, root_player: chex.Array) -> chex.Array:
+    children = chance_children(env, state)
+    values = value_fn(observations(state, children))
+    return state_values(env, state, children, values, root_player, discount=discount)
+
+  return envs.OnePlyPolicy(env=env, successor_value=successor_value, discount=discount)

@@ -87,24 +87,13 @@ class ValueModel:
     return self._net.apply(params, jnp.asarray(observation, jnp.float32))
 
 
-def successor_values(
-  model: ValueModel, params: Params, state: envs.State, root_player: chex.Array
-) -> chex.Array:
-  """`[M]`: the values of the states `state` `[M]` reached by a move, from
-  `root_player` `[M]`'s view (`anakin_mz.lookahead`'s rule: the chance that
-  follows averaged exactly, one network call for all of them)."""
-  return lookahead.successor_values(
-    model.env, lambda obs: model.value(params, obs), state, root_player, discount=model.discount
-  )
-
-
 def one_ply_policy(model: ValueModel, params: Params) -> envs.OnePlyPolicy:
-  """TD-Gammon's greedy player as an `envs.OnePlyPolicy` (exact evaluators
-  may tabulate its successor values)."""
-  return envs.OnePlyPolicy(
-    env=model.env,
-    successor_value=lambda s, root: successor_values(model, params, s, root),
-    discount=model.discount,
+  """TD-Gammon's greedy player as an `envs.OnePlyPolicy`
+  (`lookahead.one_ply_policy`: the chance after a move averaged exactly, one
+  network call for all successors; exact evaluators may tabulate its
+  successor values)."""
+  return lookahead.one_ply_policy(
+    model.env, lambda obs: model.value(params, obs), discount=model.discount
   )
 
 
