@@ -99,6 +99,9 @@ def main(argv=None) -> int:
       parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
   from anakin_mz.eval import report  # after parsing: --help stays fast
 
+  if args.agent not in report.AGENT_KINDS:  # with --bot too, though a bot ignores it
+    parser.error(f"--agent must be one of {report.AGENT_KINDS}, got {args.agent!r}")
+
   try:
     if args.bot is not None:
       env = envs.make(args.env, **report.parse_params(args.param))

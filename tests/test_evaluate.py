@@ -238,6 +238,9 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
   assert "Traceback" not in out.stderr
   out = _script("evaluate", "--bot", "random")
   assert out.returncode == 2 and "--bot needs --env" in out.stderr
+  out = _script("evaluate", "--env", "nannon", "--bot", "random", "--agent", "policy")
+  assert out.returncode == 2 and "--agent must be one of" in out.stderr and "'policy'" in out.stderr
+  assert "Traceback" not in out.stderr
 
 
 def test_a_bot_against_a_bot():
