@@ -17,6 +17,16 @@
 Like the paper (4.2), the terms are summed over k (no 1/K); the batch mean is
 taken over samples. The gradient halving into each dynamics step lives in
 `Network.unroll`.
+
+An optional sixth term, off by default (not in the paper), is the successor
+value l^s (`successor_value_weight`, `successor_value_loss`): at each unrolled
+step k >= 1 that is a decision step of the episode, the model's value
+f(g^k(h(o_t), ...)) is regressed on the network's own value of the real
+observation there, f(h(o_{t+k})) turned to the root mover's view, with the
+gradient stopped on that target. Why: the search plays on values reached
+through g, and on Nannon those are much worse than f(h(.)) on the same real
+positions (`docs/results/strength.md`); the term teaches g to land where h
+would, with a lower-variance target than the game's outcome.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ class LossConfig:
   Attributes:
     value_weight, reward_weight, policy_weight, chance_weight,
     identity_weight: multipliers of each term (all 1 in the paper).
+    successor_value_weight: multiplier of the successor-value term (module
+      doc; 0, the paper's loss, skips it and its cost).
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.stochastic_muzero`; it also reads the others).
@@ -52,6 +64,7 @@ class LossConfig:
   policy_weight: float = 1.0
   chance_weight: float = 1.0
   identity_weight: float = 1.0
+  successor_value_weight: float = 0.0
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
@@ -108,6 +121,37 @@ def loss_terms(
   }
 
 
+def successor_value_loss(
+  params: Params, network: Network, value_logits: chex.Array, batch: Batch
+) -> chex.Array:
+  """The successor-value term (module doc), summed over k and averaged over
+  the batch: `[]`.
+
+  Args:
+    params: the network's parameters (the target is computed with them, its
+      gradient stopped).
+    network: the network (its `payoff` decides the sign of an opponent's view).
+    value_logits: `[N, K+1, V]`, `Network.unroll`'s values; depths 1..K are read.
+    batch: with `successor_observation` `[N, K, *obs]` and `successor_mask`
+      `[N, K]` (`replay.sample` fills them); `target_identity` gives the
+      relative player at each depth.
+  """
+  if batch.successor_observation is None or batch.successor_mask is None:
+    raise ValueError(
+      "loss.successor_value_weight > 0 needs the batch's successor_observation and "
+      "successor_mask (replay.sample fills them); this batch has none"
+    )
+  n, k = batch.successor_mask.shape
+  chex.assert_shape(value_logits, (n, k + 1, None))
+  obs = batch.successor_observation.reshape((n * k,) + batch.successor_observation.shape[2:])
+  own_view = network.root(params, obs).value.reshape(n, k)  # each observation's mover's view
+  flip = (network.payoff == "zero_sum") & (batch.target_identity != 0)
+  target = jax.lax.stop_gradient(jnp.where(flip, -own_view, own_view))
+  cfg = network.config
+  per_step = value_loss(value_logits[:, 1:], target, cfg.value_head, cfg.support_size)
+  return jnp.mean(jnp.sum(jnp.where(batch.successor_mask, per_step, 0.0), axis=-1))
+
+
 def l2_norm_squared(params: Params) -> chex.Array:
   """Sum of squares of every "kernel" leaf of `params`."""
   leaves = jax.tree_util.tree_flatten_with_path(params)[0]
@@ -120,12 +164,15 @@ def l2_norm_squared(params: Params) -> chex.Array:
 def ndmz_loss(
   params: Params, network: Network, batch: Batch, config: LossConfig = LossConfig()
 ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
-  """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms,
-  `l2` (the weighted penalty), `identity_accuracy` and `total`."""
+  """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms (and
+  `successor_value` where its weight is > 0), `l2` (the weighted penalty),
+  `identity_accuracy` and `total`."""
   outputs = network.unroll(params, batch.observation, batch.actions)
   terms = loss_terms(
     outputs, batch, value_head=network.config.value_head, support_size=network.config.support_size
   )
+  if config.successor_value_weight > 0:
+    terms["successor_value"] = successor_value_loss(params, network, outputs.value_logits, batch)
   l2 = config.l2 * l2_norm_squared(params)
   loss = (
     config.value_weight * terms["value"]
@@ -133,6 +180,7 @@ def ndmz_loss(
     + config.policy_weight * terms["policy"]
     + config.chance_weight * terms["chance"]
     + config.identity_weight * terms["identity"]
+    + config.successor_value_weight * terms.get("successor_value", 0.0)
     + l2
   )
   return loss, dict(terms, l2=l2, total=loss)

@@ -359,6 +359,7 @@ class Network:
       raise ValueError(f"config must be a NetworkConfig, got {type(config).__name__}")
     self.config = config
     self.num_players = env.num_players
+    self.payoff = env.payoff  # zero_sum: an opponent's value is the root mover's, negated
     self.num_actions = env.num_actions
     self.num_chance_outcomes = env.num_chance_outcomes
     self.num_unified = self.num_actions + self.num_chance_outcomes

@@ -113,6 +113,12 @@ class Batch:
     target_chance: `[N, K+1, C]` chance probs; chance_mask `[N, K+1]` bool.
     target_identity: int32 `[N, K]`, identity class of the state reached by
       action k (`types.relative_identity`; terminal past the end).
+    successor_observation: `[N, K, *obs]` the observation at step t+k
+      (k = 1..K), zeros where `successor_mask` is False; or None (a batch
+      built by hand without them).
+    successor_mask: bool `[N, K]`, step t+k is a decision step of the
+      episode (its observation is its mover's view, what h is trained on);
+      or None. Read by the successor-value term (`loss.successor_value_loss`).
   """
 
   observation: chex.Array
@@ -124,6 +130,8 @@ class Batch:
   target_chance: chex.Array
   chance_mask: chex.Array
   target_identity: chex.Array
+  successor_observation: Optional[chex.Array] = None
+  successor_mask: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -711,6 +719,9 @@ def _targets(
   chance_mask = alive & prepared.valid[pos, lane_k] & (data.player[slot, lane_k] == CHANCE)
   policy = data.search_policy[slot, lane_k]
   chance = data.chance_probs[slot, lane_k]
+  successor_mask = policy_mask[:, 1:]
+  successor_obs = data.observation[slot[:, 1:], lane_k]  # [N, K, *obs]
+  obs_mask = successor_mask.reshape(successor_mask.shape + (1,) * (successor_obs.ndim - 2))
   batch = Batch(
     observation=data.observation[start, lane],
     actions=actions,
@@ -723,6 +734,8 @@ def _targets(
     target_identity=jnp.where(alive[:, :K], identity, terminal_identity(num_players)).astype(
       jnp.int32
     ),
+    successor_observation=jnp.where(obs_mask, successor_obs, 0.0),
+    successor_mask=successor_mask,
   )
   n = batch_size
   chex.assert_shape(batch.observation, (n,) + data.observation.shape[2:])
@@ -730,6 +743,7 @@ def _targets(
   chex.assert_shape([batch.target_value, batch.policy_mask, batch.chance_mask], (n, K + 1))
   chex.assert_shape(batch.target_policy, (n, K + 1, num_actions))
   chex.assert_shape(batch.target_chance, (n, K + 1, num_chance))
+  chex.assert_shape(batch.successor_observation, (n, K) + data.observation.shape[2:])
   return batch
 
 

@@ -10,10 +10,18 @@ import optax
 import pytest
 
 import envs
+import tiny
+from anakin_mz import config as config_lib
 from anakin_mz import replay, value_transform
-from anakin_mz.loss import LossConfig, l2_norm_squared, loss_terms, ndmz_loss
+from anakin_mz.loss import (
+  LossConfig,
+  l2_norm_squared,
+  loss_terms,
+  ndmz_loss,
+  successor_value_loss,
+)
 from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.types import UnrollOutput
+from anakin_mz.types import ModelOutput, UnrollOutput
 
 NB, K, A, C, P = 2, 2, 3, 2, 2
 
@@ -234,3 +242,99 @@ def test_l2_counts_kernels_only():
 def test_loss_config_rejects_negative_weights():
   with pytest.raises(ValueError, match="l2"):
     LossConfig(l2=-1.0)
+
+
+class _ValueOfFirstFeature:
+  """A stand-in for `Network` in the successor-value term: `root` values an
+  observation at `params["w"] * obs[0]`, from that observation's mover's view."""
+
+  def __init__(self, payoff, value_head="scalar", support_size=2):
+    self.payoff = payoff
+    self.config = NetworkConfig(value_head=value_head, support_size=support_size)
+
+  def root(self, params, observation):
+    value = params["w"] * observation[:, 0]
+    zeros = jnp.zeros_like(value)
+    return ModelOutput(
+      reward=zeros,
+      value=value,
+      policy_logits=zeros[:, None],
+      chance_logits=zeros[:, None],
+      identity_logits=zeros[:, None],
+      embedding=zeros[:, None],
+    )
+
+
+def _successor_batch():
+  # Sample 0: step 1 is the opponent's decision (identity 1), step 2 is
+  # chance (masked). Sample 1: step 1 is the root mover's own decision
+  # (identity 0), step 2 is past the end (masked, zeros).
+  return _batch(
+    target_identity=jnp.array([[1, 2], [0, 3]], jnp.int32),
+    successor_observation=jnp.array([[[0.5], [0.0]], [[-0.25], [0.0]]]),
+    successor_mask=jnp.array([[True, False], [True, False]]),
+  )
+
+
+def test_successor_value_exact_numbers_and_views():
+  params = {"w": jnp.float32(2.0)}
+  batch = _successor_batch()
+  # Model values at depths 1, 2 (depth 0 is never read; depth 2 is masked).
+  value_logits = jnp.array([[[9.0], [0.2], [7.0]], [[9.0], [0.1], [-3.0]]])
+  # Real-successor values: 2 * 0.5 = 1 (opponent: -1 from the root mover's
+  # view) and 2 * -0.25 = -0.5 (the root mover's own).
+  zero_sum = successor_value_loss(params, _ValueOfFirstFeature("zero_sum"), value_logits, batch)
+  np.testing.assert_allclose(zero_sum, ((0.2 + 1.0) ** 2 + (0.1 + 0.5) ** 2) / 2, rtol=1e-6)
+  # Collaborative: no flip.
+  collab = successor_value_loss(params, _ValueOfFirstFeature("collaborative"), value_logits, batch)
+  np.testing.assert_allclose(collab, ((0.2 - 1.0) ** 2 + (0.1 + 0.5) ** 2) / 2, rtol=1e-6)
+  # Categorical heads: cross-entropy to the two-hot of h(target); uniform
+  # logits over 2S + 1 = 5 bins cost log 5 per unmasked step.
+  cat = successor_value_loss(
+    params, _ValueOfFirstFeature("zero_sum", "categorical", 2), jnp.zeros((NB, K + 1, 5)), batch
+  )
+  np.testing.assert_allclose(cat, 2 * np.log(5) / 2, rtol=1e-6)
+
+
+def test_successor_value_target_has_no_gradient():
+  batch = _successor_batch()
+  net = _ValueOfFirstFeature("zero_sum")
+  value_logits = jnp.array([[[0.0], [0.2], [0.0]], [[0.0], [0.1], [0.0]]])
+  grad_w, grad_v = jax.grad(lambda p, v: successor_value_loss(p, net, v, batch), argnums=(0, 1))(
+    {"w": jnp.float32(2.0)}, value_logits
+  )
+  np.testing.assert_array_equal(grad_w["w"], 0.0)
+  # d/dv of (v - target)^2 / 2 samples, at the two unmasked entries only.
+  want = np.zeros((NB, K + 1, 1))
+  want[0, 1, 0], want[1, 1, 0] = (0.2 + 1.0), (0.1 + 0.5)
+  np.testing.assert_allclose(grad_v, want, rtol=1e-6)
+
+
+def test_successor_value_in_the_ndmz_loss():
+  env = _catch()
+  batch = _catch_batch(8)
+  assert batch.successor_observation.shape == (8, 3) + env.observation_shape
+  net = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
+  params = net.init(jax.random.PRNGKey(1))
+  off, m_off = ndmz_loss(params, net, batch, LossConfig())
+  on, m_on = ndmz_loss(params, net, batch, LossConfig(successor_value_weight=0.5))
+  assert "successor_value" not in m_off
+  outputs = net.unroll(params, batch.observation, batch.actions)
+  term = successor_value_loss(params, net, outputs.value_logits, batch)
+  assert float(term) > 0
+  np.testing.assert_allclose(m_on["successor_value"], term, rtol=1e-6)
+  np.testing.assert_allclose(on, off + 0.5 * term, rtol=1e-6)
+  # A batch built without successors is refused when the term is on.
+  bare = batch.replace(successor_observation=None, successor_mask=None)
+  with pytest.raises(ValueError, match="successor_observation"):
+    ndmz_loss(params, net, bare, LossConfig(successor_value_weight=1.0))
+
+
+def test_successor_value_weight_is_refused_outside_ndmz():
+  path = tiny.config_path("nannon")
+  assert config_lib.load(path, ["loss.successor_value_weight=2"]).loss.successor_value_weight == 2
+  for agent in ("alphazero", "stochastic_muzero", "tdlambda"):
+    with pytest.raises(ValueError, match=f"agent '{agent}' has no such term"):
+      config_lib.load(path, [f"agent={agent}", "loss.successor_value_weight=1"])
+  with pytest.raises(ValueError, match="successor_value_weight must be >= 0"):
+    config_lib.load(path, ["loss.successor_value_weight=-1"])
