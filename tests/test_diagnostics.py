@@ -65,11 +65,17 @@ def _oracle(env, s):
   reward = np.take_along_axis(s["rewards"], s["root_player"][:, None, None].repeat(k, 1), -1)[
     ..., 0
   ]
+  # Values: the model's equal f(h(.)) of the true states, turned to the
+  # root mover's view (Nannon is zero-sum).
+  real = np.linspace(-0.9, 0.9, s["player"].size).reshape(s["player"].shape)
+  flip = s["player"] != s["root_player"][:, None]
   return {
     "policy": policy,
     "chance": s["chance_probs"].copy(),
     "identity": identity,
     "reward": reward,
+    "value": np.where(flip, -real, real),
+    "value_real": real,
   }
 
 
@@ -98,6 +104,10 @@ def test_a_perfect_model_passes_every_test(nannon):
   assert rates["top_move"][1][0] == n
   assert rates["chance_tv"][0][1] == pytest.approx(0.0, abs=1e-6)
   assert np.nanmax(rates["reward_mae"][0]) == pytest.approx(0.0, abs=1e-6)
+  assert np.nanmax(rates["value_gap"][0]) == pytest.approx(0.0, abs=1e-6)
+  # Depth 0 is never counted (the model's value there is f(h(.)) itself);
+  # Nannon's depth 2 (after a move and a roll) is a decision state.
+  assert rates["value_gap"][1][0] == 0 and rates["value_gap"][1][2] > 0
   # Nannon alternates move / roll: depth 1 is always a chance state.
   assert rates["identity_chance"][1][1] > 0 and rates["top_move"][1][1] == 0
   assert rates["identity_terminal"][1].sum() > 0
@@ -118,6 +128,8 @@ def test_each_mistake_is_counted_once(nannon):
   out["chance"][j, 1] = np.roll(out["chance"][j, 1], 1)
   out["identity"][j, 0] = 0  # says "root mover" at a chance state
   out["reward"][j, 0] += 0.5
+  d = int(np.argwhere(decision[:, 2])[0, 0])
+  out["value"][d, 2] += 0.25
   rates = _rates(env, s, out)
   for name in ("top_move", "top1", "uniform"):
     mean, count = rates[name]
@@ -129,11 +141,13 @@ def test_each_mistake_is_counted_once(nannon):
   assert tv > 0
   assert rates["chance_tv"][0][1] == pytest.approx(tv / rates["chance_tv"][1][1])
   assert rates["reward_mae"][0][1] == pytest.approx(0.5 / rates["reward_mae"][1][1])
+  assert rates["value_gap"][0][2] == pytest.approx(0.25 / rates["value_gap"][1][2])
+  assert np.nanmax(np.delete(rates["value_gap"][0], 2)) == pytest.approx(0.0, abs=1e-6)
 
 
 def _synthetic(probs, legal, root_player=0, rewards=(0.0, 0.0), next_player=1):
   """One start, K = 1, of a fake 2-player game with 4 actions."""
-  env = types.SimpleNamespace(num_players=2, num_actions=4)
+  env = types.SimpleNamespace(num_players=2, num_actions=4, payoff="zero_sum")
   s = {
     "actions": np.zeros((1, 1), np.int32),
     "root_player": np.array([root_player]),
@@ -148,6 +162,8 @@ def _synthetic(probs, legal, root_player=0, rewards=(0.0, 0.0), next_player=1):
     "chance": np.zeros((1, 2, 2)),
     "identity": np.zeros((1, 1), np.int64),
     "reward": np.zeros((1, 1)),
+    "value": np.zeros((1, 2)),
+    "value_real": np.zeros((1, 2)),
   }
   return env, s, out
 
@@ -186,6 +202,15 @@ def test_rewards_and_identity_are_seen_from_the_root_mover():
   res = diagnostics.score(env, s, out)
   assert res["reward_mae"][0][0, 1] == 2.0
   assert not res["identity_turn"][0][0, 1]
+  # The real next state is player 0's: its own value 0.5 is -0.5 for the root
+  # mover (player 1), so a model value of -0.5 has no gap, +0.5 a gap of 1.
+  out["value_real"][:] = 0.5
+  out["value"][:] = -0.5
+  res = diagnostics.score(env, s, out)
+  assert res["value_gap"][0][0, 1] == 0.0 and res["value_gap"][1][0, 1]
+  assert not res["value_gap"][1][0, 0]  # depth 0 is not counted
+  out["value"][:] = 0.5
+  assert diagnostics.score(env, s, out)["value_gap"][0][0, 1] == 1.0
 
 
 def test_dynamics_tests_on_a_network():
@@ -207,9 +232,10 @@ def test_dynamics_tests_on_a_network():
   for name in diagnostics.METRICS:
     v = report.values[name]
     assert v.shape == (3,)
-    if name != "reward_mae":
+    if name not in ("reward_mae", "value_gap"):
       assert np.all((v[np.isfinite(v)] >= 0) & (v[np.isfinite(v)] <= 1)), name
   tags = report.scalars()
   assert "dynamics/top_move_k0" in tags and "dynamics/chance_tv_k1" in tags
+  assert "dynamics/value_gap_k2" in tags and "dynamics/value_gap_k0" not in tags
   assert "dynamics/identity_turn_k0" not in tags  # no identity at the root
   assert "top-move" in report.table()

@@ -21,6 +21,11 @@ true state s^{t+k}:
   chance head's softmax and the game's true `chance_probs`.
 * reward error (k >= 1): |predicted - true| reward of the transition into
   s^{t+k}, the true reward taken from the root mover's side.
+* value gap (k >= 1, decision states): |the model's value at depth k - the
+  network's own value f(h(o^{t+k})) of the real observation there|, both
+  from the root mover's side. It isolates what the search loses by valuing
+  positions through g instead of h (the successor-value loss term,
+  `loss.successor_value_loss`, trains exactly this gap down).
 
 Depths past the end of a game are not counted (the terminal state itself is,
 at the depth where it is reached). Counts are reported with every rate, so a
@@ -52,6 +57,7 @@ METRICS = (
   "identity_terminal",
   "chance_tv",
   "reward_mae",
+  "value_gap",
 )
 
 
@@ -195,6 +201,7 @@ class DynamicsReport:
       "id term",
       "chance TV",
       "reward MAE",
+      "value gap",
       "decisions",
     ]
     rows = [head]
@@ -222,11 +229,13 @@ def gather_starts(traj: Trajectories, unroll_steps: int) -> Dict[str, np.ndarray
   action = pad(traj.action, 0)
   rewards = pad(traj.rewards, 0.0)
   exists = pad(traj.exists, False)
+  observation = pad(traj.observation, 0.0)
   ts, gs = np.nonzero(traj.exists & (traj.player >= 0))
   idx = ts[:, None] + np.arange(k + 1)[None, :]  # [N, K+1]
   g = gs[:, None]
   return {
     "observation": traj.observation[ts, gs],
+    "observations": observation[idx, g],  # [N, K+1, *obs] the true states' observations
     "root_player": traj.player[ts, gs],
     "actions": action[idx[:, :k], g],  # [N, K]
     "player": player[idx, g],  # [N, K+1]
@@ -238,19 +247,29 @@ def gather_starts(traj: Trajectories, unroll_steps: int) -> Dict[str, np.ndarray
 
 
 def _model_outputs(
-  network: Network, params: Params, observation: np.ndarray, actions: np.ndarray, batch_size: int
+  network: Network,
+  params: Params,
+  observation: np.ndarray,
+  actions: np.ndarray,
+  observations: np.ndarray,
+  batch_size: int,
 ) -> Dict[str, np.ndarray]:
-  """network.unroll in fixed-size batches (one compilation); probabilities
-  and scalar rewards, as numpy."""
+  """network.unroll in fixed-size batches (one compilation); probabilities,
+  scalar rewards and values, and the values f(h(.)) of the true
+  `observations` `[N, K+1, *obs]` (each from its own mover's view), as numpy."""
 
   @jax.jit
-  def run(params, obs, acts):
+  def run(params, obs, acts, real_obs):
     out = network.unroll(params, obs, acts)
+    n, k1 = real_obs.shape[:2]
+    real = network.root(params, real_obs.reshape((n * k1,) + real_obs.shape[2:])).value
     return {
       "policy": jax.nn.softmax(out.policy_logits, -1),
       "chance": jax.nn.softmax(out.chance_logits, -1),
       "identity": jnp.argmax(out.identity_logits, -1),
       "reward": network.to_scalar(out.reward_logits),
+      "value": network.to_scalar(out.value_logits),
+      "value_real": real.reshape(n, k1),
     }
 
   n = observation.shape[0]
@@ -258,12 +277,14 @@ def _model_outputs(
   for lo in range(0, n, batch_size):
     obs = observation[lo : lo + batch_size]
     acts = actions[lo : lo + batch_size]
+    real_obs = observations[lo : lo + batch_size]
     size = obs.shape[0]
     if size < batch_size:
       fill = batch_size - size
       obs = np.concatenate([obs, np.repeat(obs[:1], fill, 0)])
       acts = np.concatenate([acts, np.repeat(acts[:1], fill, 0)])
-    out = jax.device_get(run(params, obs, acts))
+      real_obs = np.concatenate([real_obs, np.repeat(real_obs[:1], fill, 0)])
+    out = jax.device_get(run(params, obs, acts, real_obs))
     chunks.append({k: v[:size] for k, v in out.items()})
   return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
@@ -290,7 +311,14 @@ def evaluate_unrolls(
   starts = gather_starts(traj, unroll_steps)
   if starts["observation"].shape[0] == 0:
     raise ValueError("random play reached no decision position")
-  out = _model_outputs(network, params, starts["observation"], starts["actions"], batch_size)
+  out = _model_outputs(
+    network,
+    params,
+    starts["observation"],
+    starts["actions"],
+    starts["observations"],
+    batch_size,
+  )
   return score(env, starts, out)
 
 
@@ -301,7 +329,10 @@ def score(env: envs.Env, s: Dict[str, np.ndarray], out: Dict[str, np.ndarray]) -
     env: the game (num_players, num_actions).
     s: `gather_starts` output for N starts and K steps.
     out: `policy` `[N, K+1, A]` and `chance` `[N, K+1, C]` probabilities,
-      `identity` `[N, K]` predicted classes, `reward` `[N, K]` scalars.
+      `identity` `[N, K]` predicted classes, `reward` `[N, K]` scalars,
+      `value` `[N, K+1]` the model's values (root mover's view) and
+      `value_real` `[N, K+1]` f(h(.)) of the true observations (each from
+      its own mover's view).
 
   Returns:
     metric -> (values `[N, K+1]`, mask `[N, K+1]` of the states counted).
@@ -337,6 +368,11 @@ def score(env: envs.Env, s: Dict[str, np.ndarray], out: Dict[str, np.ndarray]) -
   ]
   reward_err = np.abs(out["reward"] - true_reward)
 
+  flip = (env.payoff == "zero_sum") & (s["player"] != s["root_player"][:, None])
+  real = np.where(flip, -out["value_real"], out["value_real"])
+  value_gap = np.abs(out["value"] - real)
+  later_decision = decision & (np.arange(k + 1) >= 1)[None, :]
+
   zeros = np.zeros((n, 1))
   return {
     "top_move": (top_move, decision),
@@ -347,6 +383,7 @@ def score(env: envs.Env, s: Dict[str, np.ndarray], out: Dict[str, np.ndarray]) -
     "identity_terminal": (with_root(correct), with_root(ex & (target == num_players + 1))),
     "chance_tv": (tv, chance),
     "reward_mae": (np.concatenate([zeros, reward_err], 1), with_root(ex)),
+    "value_gap": (value_gap, later_decision),
   }
 
 
