@@ -217,11 +217,6 @@ class Config:
       )
     if self.agent == "stochastic_muzero":
       self._check_stochastic_muzero()
-    if self.agent != "ndmz" and self.loss.successor_value_weight > 0:
-      raise ValueError(
-        f"loss.successor_value_weight trains NDMZ's learned dynamics; agent {self.agent!r} "
-        "has no such term: remove it or set it to 0"
-      )
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:

@@ -53,7 +53,10 @@ class LossConfig:
     value_weight, reward_weight, policy_weight, chance_weight,
     identity_weight: multipliers of each term (all 1 in the paper).
     successor_value_weight: multiplier of the successor-value term (module
-      doc; 0, the paper's loss, skips it and its cost).
+      doc; 0, the paper's loss, skips it and its cost). Like the reward,
+      chance and identity weights it trains NDMZ's learned model: agents
+      without one (alphazero, tdlambda) and stochastic_muzero do not read
+      it, so one game config serves every agent (`scripts/compare.py`).
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.stochastic_muzero`; it also reads the others).

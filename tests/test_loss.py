@@ -330,11 +330,12 @@ def test_successor_value_in_the_ndmz_loss():
     ndmz_loss(params, net, bare, LossConfig(successor_value_weight=1.0))
 
 
-def test_successor_value_weight_is_refused_outside_ndmz():
+def test_successor_value_weight_config():
   path = tiny.config_path("nannon")
   assert config_lib.load(path, ["loss.successor_value_weight=2"]).loss.successor_value_weight == 2
+  # One game config serves every agent (scripts/compare.py); the others have
+  # no learned dynamics for the term and do not read it.
   for agent in ("alphazero", "stochastic_muzero", "tdlambda"):
-    with pytest.raises(ValueError, match=f"agent '{agent}' has no such term"):
-      config_lib.load(path, [f"agent={agent}", "loss.successor_value_weight=1"])
+    config_lib.load(path, [f"agent={agent}", "loss.successor_value_weight=1"])
   with pytest.raises(ValueError, match="successor_value_weight must be >= 0"):
     config_lib.load(path, ["loss.successor_value_weight=-1"])
