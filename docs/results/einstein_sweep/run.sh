@@ -30,6 +30,8 @@ declare -A variants=(
   [temp0]="train.temperature_start=0 train.temperature_end=0"
   [temp0nd]="train.temperature_start=0 train.temperature_end=0 search.dirichlet_fraction=0"
   [temp0vw4]="train.temperature_start=0 train.temperature_end=0 loss.value_weight=4"
+  [sv1]="loss.successor_value_weight=1"
+  [sv1temp1td4]="train.temperature_end=1.0 train.td_steps=4 loss.successor_value_weight=1"
 )
 mkdir -p runs/einstein_sweep
 for name in "$@"; do
