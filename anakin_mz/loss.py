@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from anakin_mz import value_transform
+from anakin_mz import lookahead, value_transform
 from anakin_mz.networks import Network
 from anakin_mz.replay import Batch
 from anakin_mz.types import Params, UnrollOutput
@@ -135,24 +135,25 @@ def successor_value_loss(
       gradient stopped).
     network: the network (its `payoff` decides the sign of an opponent's view).
     value_logits: `[N, K+1, V]`, `Network.unroll`'s values; depths 1..K are read.
-    batch: with `successor_observation` `[N, K, *obs]` and `successor_mask`
-      `[N, K]` (`replay.sample` fills them); `target_identity` gives the
-      relative player at each depth.
+    batch: with `successor_observation` `[N, K, *obs]` (`replay.sample`
+      fills it); `policy_mask[:, 1:]` says which depths are decision steps,
+      `target_identity` gives the relative player at each depth.
   """
-  if batch.successor_observation is None or batch.successor_mask is None:
+  if batch.successor_observation is None:
     raise ValueError(
-      "loss.successor_value_weight > 0 needs the batch's successor_observation and "
-      "successor_mask (replay.sample fills them); this batch has none"
+      "loss.successor_value_weight > 0 needs the batch's successor_observation "
+      "(replay.sample fills it); this batch has none"
     )
-  n, k = batch.successor_mask.shape
+  n, k = batch.target_identity.shape
   chex.assert_shape(value_logits, (n, k + 1, None))
   obs = batch.successor_observation.reshape((n * k,) + batch.successor_observation.shape[2:])
   own_view = network.root(params, obs).value.reshape(n, k)  # each observation's mover's view
-  flip = (network.payoff == "zero_sum") & (batch.target_identity != 0)
-  target = jax.lax.stop_gradient(jnp.where(flip, -own_view, own_view))
+  # target_identity is the mover relative to the root mover (0): the one view rule.
+  sign = lookahead.sign(batch.target_identity, 0, network.payoff == "zero_sum")
+  target = jax.lax.stop_gradient(sign * own_view)
   cfg = network.config
   per_step = value_loss(value_logits[:, 1:], target, cfg.value_head, cfg.support_size)
-  return jnp.mean(jnp.sum(jnp.where(batch.successor_mask, per_step, 0.0), axis=-1))
+  return jnp.mean(jnp.sum(jnp.where(batch.policy_mask[:, 1:], per_step, 0.0), axis=-1))
 
 
 def l2_norm_squared(params: Params) -> chex.Array:

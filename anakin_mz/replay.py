@@ -114,11 +114,10 @@ class Batch:
     target_identity: int32 `[N, K]`, identity class of the state reached by
       action k (`types.relative_identity`; terminal past the end).
     successor_observation: `[N, K, *obs]` the observation at step t+k
-      (k = 1..K), zeros where `successor_mask` is False; or None (a batch
-      built by hand without them).
-    successor_mask: bool `[N, K]`, step t+k is a decision step of the
-      episode (its observation is its mover's view, what h is trained on);
-      or None. Read by the successor-value term (`loss.successor_value_loss`).
+      (k = 1..K) where it is a decision step of the episode
+      (`policy_mask[:, 1:]`: its mover's view, what h is trained on), zeros
+      elsewhere; or None (a batch built by hand without it). Read by the
+      successor-value term (`loss.successor_value_loss`).
   """
 
   observation: chex.Array
@@ -131,7 +130,6 @@ class Batch:
   chance_mask: chex.Array
   target_identity: chex.Array
   successor_observation: Optional[chex.Array] = None
-  successor_mask: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -719,9 +717,8 @@ def _targets(
   chance_mask = alive & prepared.valid[pos, lane_k] & (data.player[slot, lane_k] == CHANCE)
   policy = data.search_policy[slot, lane_k]
   chance = data.chance_probs[slot, lane_k]
-  successor_mask = policy_mask[:, 1:]
   successor_obs = data.observation[slot[:, 1:], lane_k]  # [N, K, *obs]
-  obs_mask = successor_mask.reshape(successor_mask.shape + (1,) * (successor_obs.ndim - 2))
+  obs_mask = policy_mask[:, 1:].reshape((batch_size, K) + (1,) * (successor_obs.ndim - 2))
   batch = Batch(
     observation=data.observation[start, lane],
     actions=actions,
@@ -735,7 +732,6 @@ def _targets(
       jnp.int32
     ),
     successor_observation=jnp.where(obs_mask, successor_obs, 0.0),
-    successor_mask=successor_mask,
   )
   n = batch_size
   chex.assert_shape(batch.observation, (n,) + data.observation.shape[2:])

@@ -272,7 +272,7 @@ def _successor_batch():
   return _batch(
     target_identity=jnp.array([[1, 2], [0, 3]], jnp.int32),
     successor_observation=jnp.array([[[0.5], [0.0]], [[-0.25], [0.0]]]),
-    successor_mask=jnp.array([[True, False], [True, False]]),
+    policy_mask=jnp.array([[True, True, False], [True, True, False]]),
   )
 
 
@@ -325,7 +325,7 @@ def test_successor_value_in_the_ndmz_loss():
   np.testing.assert_allclose(m_on["successor_value"], term, rtol=1e-6)
   np.testing.assert_allclose(on, off + 0.5 * term, rtol=1e-6)
   # A batch built without successors is refused when the term is on.
-  bare = batch.replace(successor_observation=None, successor_mask=None)
+  bare = batch.replace(successor_observation=None)
   with pytest.raises(ValueError, match="successor_observation"):
     ndmz_loss(params, net, bare, LossConfig(successor_value_weight=1.0))
 

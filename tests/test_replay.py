@@ -127,7 +127,6 @@ def _check(batch, expected, k):
       np.testing.assert_allclose(batch.target_chance[n, j], want_c, atol=1e-6)
     # Successors: the observation of step t+j (its id s + j) where t+j is a
     # decision step of the episode, zeros elsewhere.
-    np.testing.assert_array_equal(batch.successor_mask[n], e["policy_mask"][1:])
     for j in range(1, k + 1):
       want_o = [s + j] if e["policy_mask"][j] else [0.0]
       np.testing.assert_array_equal(batch.successor_observation[n, j - 1], want_o)

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import envs
+from anakin_mz import lookahead
 from anakin_mz.networks import Network
 from anakin_mz.types import Params
 
@@ -229,13 +230,14 @@ def gather_starts(traj: Trajectories, unroll_steps: int) -> Dict[str, np.ndarray
   action = pad(traj.action, 0)
   rewards = pad(traj.rewards, 0.0)
   exists = pad(traj.exists, False)
-  observation = pad(traj.observation, 0.0)
   ts, gs = np.nonzero(traj.exists & (traj.player >= 0))
   idx = ts[:, None] + np.arange(k + 1)[None, :]  # [N, K+1]
   g = gs[:, None]
   return {
     "observation": traj.observation[ts, gs],
-    "observations": observation[idx, g],  # [N, K+1, *obs] the true states' observations
+    # [N, K+1, *obs] the true states' observations (clipped past the last
+    # step, not a padded copy of every observation: those depths are masked)
+    "observations": traj.observation[np.minimum(idx, t_len - 1), g],
     "root_player": traj.player[ts, gs],
     "actions": action[idx[:, :k], g],  # [N, K]
     "player": player[idx, g],  # [N, K+1]
@@ -368,8 +370,8 @@ def score(env: envs.Env, s: Dict[str, np.ndarray], out: Dict[str, np.ndarray]) -
   ]
   reward_err = np.abs(out["reward"] - true_reward)
 
-  flip = (env.payoff == "zero_sum") & (s["player"] != s["root_player"][:, None])
-  real = np.where(flip, -out["value_real"], out["value_real"])
+  sign = lookahead.sign(s["player"], s["root_player"][:, None], env.payoff == "zero_sum")
+  real = np.asarray(sign) * out["value_real"]
   value_gap = np.abs(out["value"] - real)
   later_decision = decision & (np.arange(k + 1) >= 1)[None, :]
 
