@@ -47,6 +47,9 @@ class Bar:
     games: evaluation games.
     source: where the bar comes from (shown in the table).
     overrides: `section.key=value` config overrides for the run.
+    extra_policies: which policies the game's extra evaluators score
+      (`evaluate_checkpoint`'s `extra_policies`: "greedy", "search"); empty:
+      both.
   """
 
   name: str
@@ -58,6 +61,12 @@ class Bar:
   games: int = 1000
   source: str = ""
   overrides: Tuple[str, ...] = ()
+  extra_policies: Tuple[str, ...] = ()
+
+
+# What a bar may ask the extra evaluators to score: the match's search agent
+# and its greedy network policy (`report.evaluate_checkpoint`).
+_EXTRA_POLICIES = ("greedy", "search")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +118,11 @@ def load_bars(path: str) -> List[Bar]:
     where = f"{path!r} bar {i}"
     if not isinstance(item, dict):
       raise ValueError(f"{where} must be a mapping")
-    unknown = set(item) - set(_FIELDS) - {"overrides"}
+    unknown = set(item) - set(_FIELDS) - {"overrides", "extra_policies"}
     if unknown:
       raise ValueError(
-        f"{where}: unknown field(s) {sorted(unknown)}; valid: {', '.join(_FIELDS)}, overrides"
+        f"{where}: unknown field(s) {sorted(unknown)}; valid: {', '.join(_FIELDS)}, "
+        "overrides, extra_policies"
       )
     missing = [k for k in ("name", "config", "minutes", "measure", "bar") if k not in item]
     if missing:
@@ -127,9 +137,15 @@ def load_bars(path: str) -> List[Bar]:
       games=int(item.get("games", 1000)),
       source=str(item.get("source", "")),
       overrides=tuple(str(o) for o in item.get("overrides") or ()),
+      extra_policies=tuple(str(p) for p in item.get("extra_policies") or ()),
     )
     if bar.minutes <= 0 or bar.games < 1:
       raise ValueError(f"{where}: minutes must be > 0 and games >= 1")
+    bad = [p for p in bar.extra_policies if p not in _EXTRA_POLICIES]
+    if bad:
+      raise ValueError(
+        f"{where}: extra_policies {bad} unknown; valid: {', '.join(_EXTRA_POLICIES)}"
+      )
     if bar.name in (b.name for b in bars):
       raise ValueError(f"{where}: the name {bar.name!r} is used twice")
     bars.append(bar)
@@ -242,6 +258,7 @@ def run_bar(
       opponent=bar.opponent,
       games=bar.games,
       seed=seed,
+      extra_policies=bar.extra_policies or None,
     )
     record["evaluation"] = {k: v for k, v in evaluation.items() if k != "dynamics_table"}
     _write(record_path, record)

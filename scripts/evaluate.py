@@ -84,6 +84,13 @@ def main(argv=None) -> int:
     action="store_true",
     help="skip the game's extra evaluators (nannon's exact scores)",
   )
+  parser.add_argument(
+    "--extra-policies",
+    default=None,
+    help="comma-separated: which policies the extra evaluators score, of greedy, "
+    "search and (with --agent value) value; default all (nannon 12-5-6's exact "
+    "search table takes a search per each of ~9M decision states: use greedy)",
+  )
   args = parser.parse_args(argv)
   if args.env is not None and args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
@@ -91,6 +98,11 @@ def main(argv=None) -> int:
     parser.error("give exactly one of --checkpoint DIR and --bot SPEC")
   if args.bot is not None and args.env is None:
     parser.error("--bot needs --env")
+  if args.extra_policies is not None and (args.no_extra or args.bot is not None):
+    parser.error(
+      "--extra-policies chooses what the extra evaluators of a --checkpoint score; "
+      "it cannot go with --no-extra or --bot"
+    )
   if args.param and args.bot is None:
     parser.error("--param is for --bot (a checkpoint holds its game parameters)")
   if args.json:
@@ -124,6 +136,7 @@ def main(argv=None) -> int:
         agent_kind=args.agent,
         expect_env=args.env,
         extra=not args.no_extra,
+        extra_policies=None if args.extra_policies is None else args.extra_policies.split(","),
         diagnostics=args.diagnostics,
         diagnostic_games=args.diagnostic_games,
       )

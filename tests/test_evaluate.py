@@ -224,6 +224,20 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
   assert 0.0 < r["exact"]["value_vs_random"] < 1.0
   with pytest.raises(ValueError, match=r"--agent must be one of \('search', 'greedy', 'value'\)"):
     report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="policy")
+  # extra_policies picks what the exact evaluator scores, with the same figures.
+  sub = report.evaluate_checkpoint(
+    nannon_ckpt, games=4, agent_kind="value", extra_policies=["value", "greedy"]
+  )
+  assert sorted(k for k in sub["exact"] if k.endswith("_vs_optimal")) == [
+    "greedy_vs_optimal",
+    "value_vs_optimal",
+  ]
+  for k in ("greedy_vs_optimal", "value_vs_random"):
+    assert sub["exact"][k] == r["exact"][k]
+  assert "search policy table" not in report.format_report(sub)
+  for bad, kind in ((["value"], "search"), (["policy"], "value"), ([], "search")):
+    with pytest.raises(ValueError, match="non-empty subset of greedy, search"):
+      report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind=kind, extra_policies=bad)
 
 
 def test_odd_games_in_a_two_player_game(nannon_ckpt):
@@ -241,6 +255,8 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
   out = _script("evaluate", "--env", "nannon", "--bot", "random", "--agent", "policy")
   assert out.returncode == 2 and "--agent must be one of" in out.stderr and "'policy'" in out.stderr
   assert "Traceback" not in out.stderr
+  out = _script("evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy")
+  assert out.returncode == 2 and "cannot go with --no-extra" in out.stderr
 
 
 def test_a_bot_against_a_bot():

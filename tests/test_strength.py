@@ -44,6 +44,11 @@ def test_the_project_bar_file_loads_and_names_existing_configs_or_the_12_5_6_one
       "used twice",
     ),
     ("nothing: 1", "list under 'bars'"),
+    (
+      "bars: [{name: a, config: c.yaml, minutes: 1, measure: score, bar: 1,"
+      " extra_policies: [value]}]",
+      r"extra_policies \['value'\] unknown; valid: greedy, search",
+    ),
   ],
 )
 def test_a_bad_bar_file_is_a_clear_error(tmp_path, body, message):

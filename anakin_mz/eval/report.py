@@ -44,13 +44,17 @@ def evaluate_checkpoint(
   agent_kind: str = "search",
   expect_env: Optional[str] = None,
   extra: bool = True,
+  extra_policies: Optional[Sequence[str]] = None,
   diagnostics: bool = False,
   diagnostic_games: int = 500,
 ) -> Dict[str, object]:
   """Restores the agent in `directory` (latest step unless `step`) and
   evaluates it (see the module doc). `extra` runs the game's extra
   evaluators on the greedy network policy and the search policy (one search
-  per position, fixed key).
+  per position, fixed key), and on the value player with
+  `agent_kind="value"`. `extra_policies` names a subset of those ("greedy",
+  "search", "value") for them to score (None: all): Nannon 12-5-6's exact
+  search table costs a search for each of its ~9M decision states.
 
   Returns a JSON-ready dict. Raises CheckpointError / ValueError with a clear
   message for any bad input.
@@ -61,6 +65,14 @@ def evaluate_checkpoint(
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:
     raise ValueError(f"--simulations must be >= 1, got {simulations}")
+  scorable = ("greedy", "search") + (("value",) if agent_kind == "value" else ())
+  if extra_policies is not None:
+    unknown = [n for n in extra_policies if n not in scorable]
+    if unknown or not extra_policies:
+      raise ValueError(
+        f"--extra-policies {','.join(extra_policies)!r}: the extra evaluators of "
+        f"--agent {agent_kind} score a non-empty subset of {', '.join(scorable)}"
+      )
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
   if diagnostics and agent.config.agent != "ndmz":
@@ -94,8 +106,9 @@ def evaluate_checkpoint(
   }
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
   if extra:
+    scored = {n: p for n, p in policies.items() if extra_policies is None or n in extra_policies}
     for evaluator in envs.bots.evaluators(env.id):
-      values = evaluator.score(env, policies, k_extra)
+      values = evaluator.score(env, scored, k_extra)
       values.update(evaluator.reference(env))
       out[evaluator.name] = values
   if diagnostics:
