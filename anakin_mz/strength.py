@@ -25,6 +25,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import yaml
 
 from anakin_mz import config as config_lib
+from anakin_mz.eval import report
 
 _FIELDS = ("name", "config", "minutes", "measure", "bar", "opponent", "games", "source")
 
@@ -62,11 +63,6 @@ class Bar:
   source: str = ""
   overrides: Tuple[str, ...] = ()
   extra_policies: Tuple[str, ...] = ()
-
-
-# What a bar may ask the extra evaluators to score: the match's search agent
-# and its greedy network policy (`report.evaluate_checkpoint`).
-_EXTRA_POLICIES = ("greedy", "search")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,11 +137,11 @@ def load_bars(path: str) -> List[Bar]:
     )
     if bar.minutes <= 0 or bar.games < 1:
       raise ValueError(f"{where}: minutes must be > 0 and games >= 1")
-    bad = [p for p in bar.extra_policies if p not in _EXTRA_POLICIES]
+    # A bar's evaluation is the search agent's (`run_bar`).
+    valid = report.scorable_policies("search")
+    bad = [p for p in bar.extra_policies if p not in valid]
     if bad:
-      raise ValueError(
-        f"{where}: extra_policies {bad} unknown; valid: {', '.join(_EXTRA_POLICIES)}"
-      )
+      raise ValueError(f"{where}: extra_policies {bad} unknown; valid: {', '.join(valid)}")
     if bar.name in (b.name for b in bars):
       raise ValueError(f"{where}: the name {bar.name!r} is used twice")
     bars.append(bar)
@@ -224,7 +220,6 @@ def run_bar(
   have the bar's wall-clock budget.
   """
   from anakin_mz import run
-  from anakin_mz.eval import report
 
   logdir = os.path.join(runs, bar.name, f"seed{seed}")
   record_path = os.path.join(logdir, "strength.json")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import jax
 import yaml
@@ -31,6 +31,13 @@ from anakin_mz.eval import dynamics, match, opponents
 # (`act.value_policy`, which judges the value head without the policy head
 # or the learned model).
 AGENT_KINDS = ("search", "greedy", "value")
+
+
+def scorable_policies(agent_kind: str) -> Tuple[str, ...]:
+  """The policies of an `agent_kind` evaluation that the game's extra
+  evaluators can score (`evaluate_checkpoint`'s `extra_policies`): the
+  greedy network policy and the search, and the value player where it plays."""
+  return ("greedy", "search") + (("value",) if agent_kind == "value" else ())
 
 
 def evaluate_checkpoint(
@@ -66,7 +73,7 @@ def evaluate_checkpoint(
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:
     raise ValueError(f"--simulations must be >= 1, got {simulations}")
-  scorable = ("greedy", "search") + (("value",) if agent_kind == "value" else ())
+  scorable = scorable_policies(agent_kind)
   if extra_policies is not None:
     unknown = [n for n in extra_policies if n not in scorable]
     if unknown or not extra_policies:
