@@ -159,6 +159,20 @@ def select(bars: Sequence[Bar], names: Optional[Sequence[str]]) -> List[Bar]:
   return [b for b in bars if b.name in names]
 
 
+def check_config(bar: Bar) -> None:
+  """Loads `bar`'s config with its overrides, so that a missing file, an
+  unknown key or a bad value fails before any bar trains (a bar file's
+  last bar may otherwise fail an hour in).
+
+  Raises:
+    ValueError: naming the bar, with the config's own message.
+  """
+  try:
+    config_lib.load(bar.config, list(bar.overrides))
+  except ValueError as e:
+    raise ValueError(f"bar {bar.name!r}: {e}") from None
+
+
 def read_measure(result: Mapping[str, object], measure: str) -> Tuple[float, float, float, bool]:
   """(value, low, high, exact) of `measure` in an evaluation result.
 

@@ -61,8 +61,7 @@ def main(argv=None) -> int:
       strength.load_bars(args.bar_file), args.bars.split(",") if args.bars else None
     )
     for bar in bars:
-      if not os.path.exists(bar.config):
-        raise ValueError(f"bar {bar.name!r}: its config {bar.config!r} does not exist")
+      strength.check_config(bar)
     print(f"devices: {devices}", flush=True)
     pairs = [(b, s) for b in bars for s in args.seeds]
     results = [

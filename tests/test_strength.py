@@ -112,3 +112,23 @@ def test_a_tiny_catch_bar_trains_evaluates_is_reused_and_makes_a_table(tmp_path)
   os.remove(record_path)
   with pytest.raises(ValueError, match="unfinished run"):
     strength.run_bar(bar, 3, runs, progress=False, log=lambda _: None)
+
+
+def test_check_config_loads_every_project_bar_and_names_the_bar_of_a_bad_one(tmp_path):
+  for bar in strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml")):
+    strength.check_config(bar)
+  catch = os.path.join(ROOT, "configs", "catch.yaml")
+  cases = [
+    (f"config: {catch}, overrides: [search.num_simulation=8]", "bar 'b'.*num_simulation"),
+    (
+      f"config: {catch}, overrides: [search.root=gumbel, search.num_simulations=2, "
+      "search.max_num_considered_actions=4]",
+      "bar 'b'.*max_num_considered_actions",
+    ),
+    (f"config: {tmp_path / 'none.yaml'}", "bar 'b'.*does not exist"),
+  ]
+  for fields, message in cases:
+    body = f"bars: [{{name: b, {fields}, minutes: 1, measure: score, bar: 1}}]"
+    (bar,) = strength.load_bars(_write(tmp_path / "bars.yaml", body))
+    with pytest.raises(ValueError, match=message):
+      strength.check_config(bar)
