@@ -24,6 +24,7 @@ declare -A variants=(
   [pmv]="search.chance_mode=prior_minus_visits"
   [gumbelpmv]="search.root=gumbel search.chance_mode=prior_minus_visits"
   [gumbel16]="search.root=gumbel search.num_simulations=16"
+  [gumbelt1]="search.root=gumbel train.temperature_end=1.0"
   [lr3e4]="train.learning_rate=0.0003"
   [reana]="train.reanalyse_fraction=0.5 train.td_steps=5"
   [vw4]="loss.value_weight=4"
