@@ -25,6 +25,7 @@ TINY = [
   "network.hidden=[8]",
   "network.latent_dim=8",
   "search.num_simulations=2",
+  "search.max_num_considered_actions=2",  # <= the simulations (a Gumbel root's m)
   "train.num_envs=2",
   "train.batch_size=4",
   "train.rollout_length=2",

@@ -19,6 +19,8 @@ TINY = (
   "network.latent_dim=8",
   "network.kind=mlp",
   "search.num_simulations=3",
+  # A Gumbel root's m may not exceed the simulations (configs/breakthrough.yaml has 8).
+  "search.max_num_considered_actions=3",
   "train.num_envs=4",
   "train.rollout_length=4",
   "train.replay_capacity=40",
