@@ -626,9 +626,9 @@ def test_config_overrides_select_the_gumbel_root():
   assert config.to_dict()["search"]["root"] == "gumbel"
   with pytest.raises(ValueError, match="root must be one of"):
     _tiny_config("nannon", ["search.root=gumbell"])
-  # Nannon's tiny config searches 3 simulations: m = 16 does not fit.
+  # Nannon's tiny config searches 3 simulations: m = 16 (mctx's default) does not fit.
   with pytest.raises(ValueError, match="max_num_considered_actions=16"):
-    _tiny_config("nannon", ["search.root=gumbel"])
+    _tiny_config("nannon", ["search.root=gumbel", "search.max_num_considered_actions=16"])
 
 
 def test_anakin_step_runs_with_the_gumbel_root():
