@@ -19,16 +19,5 @@ declare -A variants=(
   [cosine]="train.lr_schedule=cosine train.learning_rate_end=0.0001"
   [pmv]="search.chance_mode=prior_minus_visits"
 )
-mkdir -p runs/carchess_sweep
-for name in "$@"; do
-  overrides=${variants[${name%_s*}]-MISSING}
-  [ "$overrides" = MISSING ] && { echo "unknown variant $name" >&2; exit 2; }
-  seed=0; case $name in *_s1) seed=1 ;; esac
-  dir=runs/carchess_sweep/$name
-  # $overrides unquoted: one argument per override (a later total_updates wins).
-  taskset -c "$core" python3 scripts/train.py --env carchess --config configs/carchess.yaml \
-    --minutes "$minutes" --seed "$seed" --logdir "$dir" --no-progress \
-    train.total_updates=5000 $overrides > "$dir.log" 2>&1
-  taskset -c "$core" python3 scripts/evaluate.py --checkpoint "$dir/checkpoints" \
-    --games 1000 --seed 5 --json "$dir/eval.json" > "$dir.eval.log" 2>&1
-done
+. "$(dirname "$0")/../sweep.sh"
+sweep carchess "$core" "$minutes" 5000 eval.json "" "$@"

@@ -34,17 +34,5 @@ declare -A variants=(
   [sv1]="loss.successor_value_weight=1"
   [sv1temp1td4]="train.temperature_end=1.0 train.td_steps=4 loss.successor_value_weight=1"
 )
-mkdir -p runs/einstein_sweep
-for name in "$@"; do
-  overrides=${variants[${name%_s*}]-MISSING}
-  [ "$overrides" = MISSING ] && { echo "unknown variant $name" >&2; exit 2; }
-  seed=0; case $name in *_s1) seed=1 ;; esac
-  dir=runs/einstein_sweep/$name
-  # $overrides unquoted: one argument per override.
-  taskset -c "$core" python3 scripts/train.py --env einstein --config configs/einstein.yaml \
-    --minutes "$minutes" --seed "$seed" --logdir "$dir" --no-progress \
-    train.total_updates=4000 $overrides > "$dir.log" 2>&1
-  taskset -c "$core" python3 scripts/evaluate.py --checkpoint "$dir/checkpoints" \
-    --opponent expectiminimax:2 --games 1000 --seed 5 --json "$dir/vs_emm2.json" \
-    > "$dir.eval.log" 2>&1
-done
+. "$(dirname "$0")/../sweep.sh"
+sweep einstein "$core" "$minutes" 4000 vs_emm2.json "--opponent expectiminimax:2" "$@"
