@@ -38,6 +38,7 @@ from anakin_mz.loss import ndmz_loss
 from anakin_mz.mesh import AXIS, OnMesh, make_mesh
 from anakin_mz.networks import Network
 from anakin_mz.selfplay import ActorState, init_actors, rollout
+from envs.core import raw_key
 
 
 @chex.dataclass(frozen=True)
@@ -95,10 +96,11 @@ class Learner(OnMesh):
 
   # ---------------------------------------------------------------- state
   def init(self, key: chex.Array) -> TrainState:
-    """A fresh single-device TrainState for uint32 PRNG `key` `[2]`."""
+    """A fresh single-device TrainState for PRNG `key` (either flavour,
+    `envs.core.raw_key`; the state keeps raw keys)."""
     tc = self.config.train
     # Four keys, the third unused, keep the streams of saved runs.
-    k_params, k_actor, _, k_run = jax.random.split(key, 4)
+    k_params, k_actor, _, k_run = jax.random.split(raw_key(key), 4)
     params = self.network.init(k_params)
     actor = init_actors(self.env, k_actor, tc.num_envs)
     example = replay_lib.example_transition(self.env, legal_mask=tc.reanalyse_fraction > 0)

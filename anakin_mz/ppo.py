@@ -43,6 +43,7 @@ import numpy as np
 import optax
 
 import envs
+from envs.core import raw_key
 
 ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh}
 
@@ -240,7 +241,7 @@ class PPO:
     )
 
   def init(self, key: chex.PRNGKey) -> PPOState:
-    k_params, k_env, k_run = jax.random.split(key, 3)
+    k_params, k_env, k_run = jax.random.split(raw_key(key), 3)
     obs = jnp.zeros((1,) + tuple(self.env.observation_shape), jnp.float32)
     params = self.network.init(k_params, obs)
     env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, self.config.num_envs))

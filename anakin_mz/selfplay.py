@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
+from envs.core import raw_key
 from anakin_mz.act import search_policy
 from anakin_mz.networks import Network
 from anakin_mz.replay import Transition
@@ -81,8 +82,9 @@ class RolloutStats:
 
 
 def init_actors(env: envs.Env, key: chex.PRNGKey, num_envs: int) -> ActorState:
-  """`num_envs` fresh games (each may start at a chance node)."""
-  k_init, k_lanes = jax.random.split(key)
+  """`num_envs` fresh games (each may start at a chance node), for a key
+  of either flavour (the lanes keep raw keys)."""
+  k_init, k_lanes = jax.random.split(raw_key(key))
   state = jax.vmap(env.init)(jax.random.split(k_init, num_envs))
   return ActorState(
     env_state=state,

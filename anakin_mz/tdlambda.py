@@ -47,6 +47,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import envs
+from envs.core import raw_key
 from anakin_mz import lookahead
 from anakin_mz.guard import finite_check
 from anakin_mz.mesh import OnMesh, make_mesh
@@ -315,7 +316,7 @@ class TDLambdaLearner(OnMesh):
     )
 
   def init(self, key: chex.Array) -> TDTrainState:
-    k_params, k_actor, k_run = jax.random.split(key, 3)
+    k_params, k_actor, k_run = jax.random.split(raw_key(key), 3)
     params = self.network.init(k_params)
     return TDTrainState(
       params=params,

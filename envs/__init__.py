@@ -9,7 +9,7 @@
 See `envs/API.md` for the contract.
 """
 
-from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State, chance_outcome
+from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State, chance_outcome, raw_key
 from envs.policy import OnePlyPolicy, Policy, random_policy
 from envs.registry import default_params, make, register, registered
 
@@ -35,6 +35,7 @@ __all__ = [
   "registered",
   "default_params",
   "chance_outcome",
+  "raw_key",
   "Policy",
   "OnePlyPolicy",
   "random_policy",

@@ -33,6 +33,37 @@ ParamValue = Union[int, float, bool, str]
 GameState = object  # Any pytree of arrays with fixed shapes, owned by a Game.
 
 
+def raw_key(key: jax.Array) -> jax.Array:
+  """uint32 `[..., 2]`: the raw threefry key data of `key`, which may be a
+  typed key (`jax.random.key`, JAX's recommended flavour) or a raw one
+  (`jax.random.PRNGKey`). The same key data gives the same key either way,
+  so a game played with `jax.random.key(0)` is the game played with
+  `jax.random.PRNGKey(0)`. Every public entry point that takes a key passes
+  it through here first; the rest of the package works on raw keys (they
+  live in `jnp.where` selects and pytrees of plain arrays).
+
+  Raises:
+    ValueError: a typed key of another PRNG implementation than threefry
+      (the keyed step hashes the key data with threefry), or an array that
+      is not a key (not uint32 with a last axis of 2).
+  """
+  if jax.dtypes.issubdtype(jnp.result_type(key), jax.dtypes.prng_key):
+    impl = str(jax.random.key_impl(key))
+    if "threefry" not in impl:
+      raise ValueError(
+        f"keys of PRNG implementation {impl} are not supported; use the default "
+        "threefry keys (jax.random.key(seed) or jax.random.PRNGKey(seed))"
+      )
+    return jax.random.key_data(key)
+  key = jnp.asarray(key)
+  if key.dtype != jnp.uint32 or key.shape[-1:] != (2,):
+    raise ValueError(
+      f"expected a PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), got an "
+      f"array of dtype {key.dtype} and shape {key.shape}"
+    )
+  return key
+
+
 def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
   """int32 `[...]`: chance outcomes drawn from `state.chance_probs` `[..., C]`,
   one key for the whole batch. The one chance sampler: self-play, matches,
@@ -41,7 +72,7 @@ def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
   one uniform, so an outcome of probability 0 is never drawn. Meaningless
   (but defined) where the state is not a chance node."""
   probs = state.chance_probs
-  u = 1.0 - jax.random.uniform(key, probs.shape[:-1], probs.dtype)  # (0, 1]
+  u = 1.0 - jax.random.uniform(raw_key(key), probs.shape[:-1], probs.dtype)  # (0, 1]
   return _inverse_cdf(probs, u)
 
 
@@ -288,7 +319,7 @@ class Env:
 
     Returns a `State` (unbatched; vmap over keys for a batch).
     """
-    g = self._game.init(key)
+    g = self._game.init(raw_key(key))
     return self._make_state(
       g,
       rewards=jnp.zeros((self.num_players,), jnp.float32),
@@ -300,7 +331,7 @@ class Env:
     """`init`, then samples chance until a decision or terminal node."""
     # init gets split(key)[0], as it always has (the adapters' resets match
     # their library's for that key); the chance run draws from the other.
-    k_init, k_chance = jax.random.split(key)
+    k_init, k_chance = jax.random.split(raw_key(key))
     unroll = self._game.max_initial_chance_run
     g, rewards, step_count = self._sample_game_chance(
       self._game.init(k_init),
@@ -341,7 +372,7 @@ class Env:
       # (mask, observation, ...) is built once, for the node where they stop.
       unroll = self._game.max_chance_run
       g, chance_rewards, step_count = self._sample_game_chance(
-        g, step_count, key_words(key, 2 + unroll), ~illegal, unroll
+        g, step_count, key_words(raw_key(key), 2 + unroll), ~illegal, unroll
       )
       rewards = rewards + chance_rewards
     return self._finish(state, g, rewards, step_count, illegal)
@@ -355,7 +386,7 @@ class Env:
     g, rewards, step_count = self._sample_game_chance(
       state.game,
       state.step_count,
-      key_words(key, 2 + self.chance_run),
+      key_words(raw_key(key), 2 + self.chance_run),
       ~state.done,
       self.chance_run,
     )

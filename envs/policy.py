@@ -5,8 +5,9 @@ int32 actions `[B]`:
 
     actions = policy(state, key)
 
-State first, key last, as in `Env.step(state, action, key)`; keys are raw
-uint32 `jax.random.PRNGKey`s everywhere. A policy is only read at decision
+State first, key last, as in `Env.step(state, action, key)`; the key may
+be of either flavour (`jax.random.key` or `jax.random.PRNGKey`, see
+`envs.raw_key`). A policy is only read at decision
 nodes: at chance nodes the caller draws the outcome with
 `envs.chance_outcome`, and what a policy returns for a finished game or a
 chance node is ignored. `anakin_mz.eval.match.play_match` is the one loop

@@ -37,34 +37,69 @@ def env(request):
   return envs.make(request.param)
 
 
-def test_shapes_jit_vmap(env):
-  testing.check_shapes(env, jax.random.PRNGKey(0))
+# Both JAX key flavours: raw `PRNGKey`s and typed `key`s (JAX's recommended
+# flavour; pgx and gymnax accept both). Every check runs under each.
+@pytest.fixture(params=["PRNGKey", "key"])
+def key(request):
+  return getattr(jax.random, request.param)
 
 
-def test_random_playouts(env):
+def test_shapes_jit_vmap(env, key):
+  testing.check_shapes(env, key(0))
+
+
+def test_random_playouts(env, key):
   for seed in range(2):
-    testing.check_playouts(env, jax.random.PRNGKey(seed))
+    testing.check_playouts(env, key(seed))
 
 
-def test_same_key_same_trajectory(env):
-  testing.check_determinism(env, jax.random.PRNGKey(3))
+def test_same_key_same_trajectory(env, key):
+  testing.check_determinism(env, key(3))
 
 
-def test_keyed_step_samples_chance(env):
-  testing.check_keyed_step(env, jax.random.PRNGKey(4))
+def test_keyed_step_samples_chance(env, key):
+  testing.check_keyed_step(env, key(4))
 
 
-def test_illegal_action(env):
-  testing.check_absorbing_and_illegal(env, jax.random.PRNGKey(5))
+def test_illegal_action(env, key):
+  testing.check_absorbing_and_illegal(env, key(5))
 
 
-def test_hidden_chance(env):
-  testing.check_hidden_chance(env, jax.random.PRNGKey(9))
+def test_hidden_chance(env, key):
+  testing.check_hidden_chance(env, key(9))
 
 
-def test_render(env):
-  assert isinstance(env.render(env.init(jax.random.PRNGKey(0))), str)
-  assert env.render(env.reset(jax.random.PRNGKey(0)))
+def test_render(env, key):
+  assert isinstance(env.render(env.init(key(0))), str)
+  assert env.render(env.reset(key(0)))
+
+
+def test_key_flavours_play_the_same_game(env):
+  # The same key data gives the same result in either flavour, through
+  # every entry point that takes a key.
+  def entry_points(k):
+    k1, k2, k3 = jax.random.split(k, 3)
+    first = env.init(k1)
+    state = env.reset(k2)
+    action = testing.random_action(state, k3)
+    out = dict(init=first, reset=state, step=env.step(state, action, k3))
+    out["vmapped"] = jax.jit(jax.vmap(env.reset))(jax.random.split(k, 3))
+    if not env.hidden_chance:
+      out["sample_chance"] = env.sample_chance(first, k3)
+      out["chance_outcome"] = envs.chance_outcome(first, k3)
+    return out
+
+  raw, typed = entry_points(jax.random.PRNGKey(11)), entry_points(jax.random.key(11))
+  for a, b in zip(jax.tree.leaves(raw), jax.tree.leaves(typed), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_raw_key_rejects_what_is_not_a_key():
+  with pytest.raises(ValueError, match="expected a PRNG key .* dtype int32 and shape \\(3,\\)"):
+    envs.raw_key(np.array([1, 2, 3], np.int32))
+  with pytest.raises(ValueError, match="not supported; use the default threefry"):
+    envs.raw_key(jax.random.key(0, impl="rbg"))
+  np.testing.assert_array_equal(envs.raw_key(jax.random.key(5)), jax.random.PRNGKey(5))
 
 
 def test_properties(env):
@@ -85,11 +120,11 @@ def test_make_rejects_unknown():
     envs.make("catch", rows=1)
 
 
-def test_sample_chance_leaves_decision_states_alone(env):
+def test_sample_chance_leaves_decision_states_alone(env, key):
   if env.hidden_chance:
     pytest.skip("chance is hidden: sample_chance raises (test_hidden_chance)")
-  state = env.reset(jax.random.PRNGKey(6))
-  again = env.sample_chance(state, jax.random.PRNGKey(7))
+  state = env.reset(key(6))
+  again = env.sample_chance(state, key(7))
   for a, b in zip(
     jax.tree.leaves(state.replace(rewards=state.rewards * 0)), jax.tree.leaves(again)
   ):

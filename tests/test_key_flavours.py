@@ -1,0 +1,91 @@
+"""Both JAX key flavours, everywhere a key goes in beyond the games
+themselves (those are in test_contract.py): the bots, the match loop, our
+games through pgx's and gymnax's APIs, the search, self-play and every
+learner's `init`. The same key data gives the same result in either
+flavour (`envs.raw_key`)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tiny
+
+import envs
+import envs.bots
+from anakin_mz import act
+from anakin_mz.agents import make_learner
+from anakin_mz.eval.match import play_match
+from anakin_mz.ppo import PPO, PPOConfig
+from anakin_mz.selfplay import init_actors
+
+
+def _same_in_both_flavours(fn, seed=1):
+  raw = fn(jax.random.PRNGKey(seed))
+  typed = fn(jax.random.key(seed))
+  leaves_raw, leaves_typed = jax.tree.leaves(raw), jax.tree.leaves(typed)
+  assert len(leaves_raw) == len(leaves_typed) > 0
+  for a, b in zip(leaves_raw, leaves_typed):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize(
+  "game,spec",
+  [
+    ("nannon", "optimal"),
+    ("einstein", "expectiminimax:1"),
+    ("breakthrough", "mcts:4"),
+    ("carchess", "greedy"),
+    ("catch", "random"),
+  ],
+)
+def test_bots_and_the_match_loop(game, spec):
+  env = envs.make(game)
+  _, bot = envs.bots.make_bot(spec, env)
+
+  def run(key):
+    states = jax.vmap(env.reset)(jax.random.split(key, 4))
+    return bot(states, key), play_match(env, bot, envs.random_policy, key, 4)
+
+  _same_in_both_flavours(run)
+
+
+def test_our_games_through_pgx_and_gymnax():
+  env = envs.make("nannon")
+  pgx_env = envs.to_pgx(env)
+
+  def pgx_run(key):
+    state = pgx_env.init(key)
+    return pgx_env.step(state, jnp.argmax(state.legal_action_mask), key)
+
+  _same_in_both_flavours(pgx_run)
+  gymnax_env, params = envs.to_gymnax(env)
+
+  def gymnax_run(key):
+    obs, state = gymnax_env.reset(key, params)
+    return obs, gymnax_env.step(key, state, 0, params)
+
+  _same_in_both_flavours(gymnax_run)
+
+
+@pytest.mark.parametrize("agent", ["ndmz", "alphazero", "stochastic_muzero", "tdlambda"])
+def test_learner_init_and_search(agent):
+  learner = make_learner(tiny.tiny_config("nannon", f"agent={agent}"))
+  _same_in_both_flavours(learner.init)
+  _same_in_both_flavours(lambda k: init_actors(learner.env, k, 4))
+  params = learner.init(jax.random.PRNGKey(0)).params
+  states = jax.vmap(learner.env.reset)(jax.random.split(jax.random.PRNGKey(2), 3))
+  search = lambda k: act.search_policy(
+    params,
+    states,
+    k,
+    network=learner.network,
+    env=learner.env,
+    config=learner.config.search,
+    temperature=1.0,
+  )
+  _same_in_both_flavours(search)
+
+
+def test_ppo_init():
+  ppo = PPO(envs.make("catch"), PPOConfig(num_envs=4, num_steps=4, hidden=(8,)))
+  _same_in_both_flavours(ppo.init)
