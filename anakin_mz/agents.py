@@ -26,6 +26,7 @@ from jax.sharding import Mesh
 
 from anakin_mz.alphazero import TrueModel, alphazero_loss
 from anakin_mz.anakin import Learner
+from anakin_mz import mesh as mesh_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz.config import AGENTS, Config
 from anakin_mz.stochastic_muzero import StochasticNetwork, smz_loss
@@ -62,7 +63,13 @@ class StochasticMuZeroLearner(Learner):
     del params  # no reanalyse (the config refuses it)
     tc = self.config.train
     return replay_lib.sample_decisions(
-      prepared, key, tc.batch_size, K=tc.unroll_steps, num_actions=self.env.num_actions
+      prepared,
+      key,
+      tc.batch_size,
+      K=tc.unroll_steps,
+      num_actions=self.env.num_actions,
+      shard=mesh_lib.shard_index(),
+      num_shards=self.num_devices,
     )
 
   def _loss(self, params, batch):

@@ -3,18 +3,21 @@ single jitted function, in the style of Stoix's `get_learner_fn`. Everything
 a run needs lives in `TrainState`, so a checkpoint of it resumes a run
 exactly.
 
-Devices: `Learner.step` is written for one global state (all `num_envs`
-lanes, one replay buffer, one run key) and `Learner.jit_step` compiles it
-under `jax.jit` with shardings over a `jax.sharding.Mesh` of every device
-(one data-parallel axis, "data"): the self-play lanes and the replay
-buffer's lane axis are split over the devices, parameters, optimizer state,
-the run key and the counters are replicated, and each update's batch is
-split over the devices, so XLA's SPMD partitioner averages the gradients
-(an all-reduce). The program means the same on 1 CPU device, N forced host
-devices, a GPU or a TPU slice, multi-host included (`host.py`): the same
-seed gives the same run on any device count, to float rounding
-(`tests/test_sharding.py`). `num_envs` and `batch_size` are global and must
-divide by the device count.
+Devices: `TrainState` is the global state (all `num_envs` lanes, one replay
+buffer with a ring per lane, one run key), laid out over a
+`jax.sharding.Mesh` of every device with one data-parallel axis (`mesh.py`):
+the self-play lanes and the buffer's lanes are split over the devices,
+parameters, optimizer state, the run key and the counters are replicated.
+`Learner.local_step` is the step of one device's share, run on every
+device at once under `jax.shard_map` (`OnMesh.jit_step`): each device plays
+and searches its own lanes, writes them to its own rings, and draws and
+builds its N/D rows of each update's batch from them (the draw is
+stratified by lane, `replay.sample_starts`), reanalyse included. The only
+collectives are the mean of the gradients and losses over the devices, the
+sums of the self-play counts, and one readiness check per chunk. The same
+seed gives the same run on any device count, multi-host included
+(`host.py`), to float rounding (`tests/test_sharding.py`). `num_envs` and
+`batch_size` are global and must divide by the device count.
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import optax
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh
 
 import envs
 from anakin_mz import reanalyse as reanalyse_lib
@@ -35,7 +37,8 @@ from anakin_mz import replay as replay_lib
 from anakin_mz.config import Config
 from anakin_mz.guard import finite_check
 from anakin_mz.loss import ndmz_loss
-from anakin_mz.mesh import AXIS, OnMesh, make_mesh
+from anakin_mz import mesh as mesh_lib
+from anakin_mz.mesh import OnMesh, make_mesh
 from anakin_mz.networks import Network
 from anakin_mz.selfplay import ActorState, init_actors, rollout
 from envs.core import raw_key
@@ -85,6 +88,10 @@ class Learner(OnMesh):
           f"{name} is global and is split evenly over the devices; use a multiple of "
           f"{self.num_devices} or another device count (train.py --devices)"
         )
+    # Raises where the reanalysed samples do not split over the devices.
+    reanalyse_lib.reanalysed_rows(
+      config.train.batch_size, config.train.reanalyse_rows, self.num_devices
+    )
     self.env: envs.Env = config.make_env()
     self.network = Network(self.env, config.network)
     tc = config.train
@@ -115,17 +122,16 @@ class Learner(OnMesh):
       env_steps=jnp.int32(0),
     )
 
-  def shardings(self, state) -> TrainState:
-    """The `NamedSharding` of each leaf of `state` (a `TrainState`, or its
+  def specs(self, state) -> TrainState:
+    """The `PartitionSpec` of each leaf of `state` (a `TrainState`, or its
     `jax.eval_shape`): lanes split over the mesh's data axis (the actor's
-    `[B, ...]` leaves and the buffer's `[L, B, ...]` ones), all else
-    replicated."""
-    rep = NamedSharding(self.mesh, P())
-    lanes = NamedSharding(self.mesh, P(AXIS))
-    like = lambda tree, sharding: jax.tree.map(lambda _: sharding, tree)
-    buffer = like(state.buffer, NamedSharding(self.mesh, P(None, AXIS)))
-    return like(state, rep).replace(
-      actor=like(state.actor, lanes).replace(surplus=rep),
+    `[B, ...]` leaves, the buffer's `[L, B, ...]` data and `[B]` counters),
+    all else replicated."""
+    like = lambda tree, spec: jax.tree.map(lambda _: spec, tree)
+    buffer = like(state.buffer, mesh_lib.BUFFER_LANES)
+    lanes = mesh_lib.LANES
+    return like(state, mesh_lib.REPLICATED).replace(
+      actor=like(state.actor, lanes),
       buffer=buffer.replace(write=lanes, count=lanes, added=lanes),
     )
 
@@ -166,36 +172,59 @@ class Learner(OnMesh):
     )
 
   def _sample(self, params, prepared, key):
-    """One update's batch, drawn from `_prepare`'s output with `key`."""
+    """One update's batch, this device's rows of it, drawn from `_prepare`'s
+    output with `key` (the same key on every device)."""
     tc = self.config.train
-    batch = replay_lib.sample_prepared(
+    shard = dict(shard=mesh_lib.shard_index(), num_shards=self.num_devices)
+    starts = replay_lib.sample_starts(prepared, key, tc.batch_size, **shard)
+    batch = replay_lib.targets_at(
       prepared,
-      key,
-      tc.batch_size,
+      starts,
+      batch_size=tc.batch_size,
       K=tc.unroll_steps,
       num_players=self.env.num_players,
       num_actions=self.env.num_actions,
-      blocks=self.num_devices,  # each device builds its rows from its own lanes
     )
     # Fresh targets for train.reanalyse_fraction of the batch (none at 0: no search).
     return reanalyse_lib.refresh(
-      params, prepared, batch, key, network=self.network, env=self.env, config=self.config
+      params,
+      prepared,
+      batch,
+      starts,
+      key,
+      network=self.network,
+      env=self.env,
+      config=self.config,
+      num_shards=self.num_devices,
     )
+
+  def _ready(self, buffer, prepared) -> chex.Array:
+    """bool `[]`, the same on every device: updates may start (every lane
+    holds `min_replay` steps, every row of the batch has a start)."""
+    tc = self.config.train
+    local = (jnp.min(buffer.count) >= tc.min_replay) & replay_lib.starts_everywhere(
+      prepared.start_ok,
+      tc.batch_size,
+      shard=mesh_lib.shard_index(),
+      num_shards=self.num_devices,
+    )
+    return mesh_lib.all_true(local)
 
   def _update(self, carry, key, *, prepared):
     params, opt_state = carry
     batch = self._sample(params, prepared, key)
-    # Data parallelism: each device takes its share of the batch; the
-    # gradient of the mean loss is then an all-reduce over the devices.
-    batch = jax.lax.with_sharding_constraint(batch, NamedSharding(self.mesh, P(AXIS)))
+    # Data parallelism: each device's loss is the mean over its N/D rows; the
+    # mean of the devices' gradients is the gradient of the global mean.
     (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, batch)
+    grads, loss, metrics = mesh_lib.pmean((grads, loss, metrics))
     updates, opt_state = self.optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return (params, opt_state), metrics
 
-  def step(self, state: TrainState) -> Tuple[TrainState, Dict[str, chex.Array]]:
-    """One Anakin step of the global state (call it through `jit_step`).
+  def local_step(self, state: TrainState) -> Tuple[TrainState, Dict[str, chex.Array]]:
+    """One Anakin step of this device's share of the state (call it through
+    `jit_step`, which runs it on every device).
 
     Self-play `rollout_length` transitions in every lane, add them to the
     buffer, then make `updates_per_chunk` gradient updates once the buffer
@@ -212,6 +241,7 @@ class Learner(OnMesh):
     """
     tc = self.config.train
     key, k_roll, k_upd = jax.random.split(state.key, 3)
+    local_lanes = state.actor.episode_length.shape[0]
     actor, records, stats = rollout(
       state.params,
       state.actor,
@@ -222,13 +252,14 @@ class Learner(OnMesh):
       num_steps=tc.rollout_length,
       temperature=self.temperature(state.update_step),
       search_at_chance=tc.search_at_chance,
+      lane0=mesh_lib.lane_offset(local_lanes),
+      total_lanes=tc.num_envs,
     )
+    stats = mesh_lib.psum(stats)
     buffer = replay_lib.add(state.buffer, records, drop_invalid=True)
     # The buffer is fixed during the updates: derive its targets once.
     prepared = self._prepare(buffer)
-    ready = (jnp.min(buffer.count) >= tc.min_replay) & replay_lib.starts_everywhere(
-      prepared.start_ok, tc.batch_size
-    )
+    ready = self._ready(buffer, prepared)
     update = functools.partial(self._update, prepared=prepared)
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)

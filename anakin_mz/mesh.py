@@ -1,11 +1,26 @@
-"""The device mesh a run is laid out on, and what a learner needs to run on it.
+"""The device mesh a run is laid out on, and the device-local Anakin step.
 
 A learner (`anakin.Learner`, `tdlambda.TDLambdaLearner`) describes one global
-state: `init(key)`, `init_run(seed)`, `step(state)` and `shardings(state)`,
-the `NamedSharding` of each leaf on its `mesh`. `OnMesh` derives the rest
-from those once: the abstract state for restoring a checkpoint, a fresh
-state laid out on the mesh, and the jitted step. It imports no other module
-of the package, so any learner module can use it without an import cycle.
+state: `init(key)`, `init_run(seed)` and `specs(state)`, the `PartitionSpec`
+of each leaf over the mesh's one axis, "data" (the self-play lanes and the
+replay buffer's lane axis split over the devices, everything else
+replicated), and `local_step(state)`, one Anakin step of *one device's*
+share of that state. `OnMesh` derives the rest once: the shardings, the
+abstract state for restoring a checkpoint, a fresh state laid out on the
+mesh, and `jit_step`, `local_step` under `jax.shard_map` and `jax.jit`.
+
+Inside `local_step` each device plays, searches, stores and samples on its
+own lanes; it talks to the others only through `psum`/`pmean` here (the
+gradient mean and the metric sums) and the one readiness check per chunk.
+Nothing in the self-play or search loops synchronises the devices, and no
+lane or batch row ever crosses between them (`tests/test_sharding.py`
+checks the compiled program). Every random draw that must not depend on
+the layout is made for the whole (global) set of lanes or rows and read at
+the device's own (`shard_index`, `lane_offset`), so the same seed gives the
+same run on any device count, to float rounding.
+
+It imports no other module of the package, so any learner module can use it
+without an import cycle.
 """
 
 from __future__ import annotations
@@ -19,6 +34,12 @@ from jax.sharding import PartitionSpec as P
 
 AXIS = "data"
 
+# The spec of a leaf split along its lanes: `[B, ...]` lane-major leaves and
+# the replay buffer's `[L, B, ...]` ones.
+LANES = P(AXIS)
+BUFFER_LANES = P(None, AXIS)
+REPLICATED = P()
+
 
 def make_mesh(devices=None) -> Mesh:
   """A one-axis ("data") mesh over `devices` (default: every device of every
@@ -27,9 +48,44 @@ def make_mesh(devices=None) -> Mesh:
   return Mesh(np.asarray(devices), (AXIS,))
 
 
+# ---------------------------------------------- inside `local_step` only
+
+
+def shard_index() -> jax.Array:
+  """int32 `[]`: this device's index on the mesh axis (inside `local_step`)."""
+  return jax.lax.axis_index(AXIS)
+
+
+def lane_offset(local_lanes: int) -> jax.Array:
+  """int32 `[]`: the global index of this device's first lane."""
+  return shard_index() * local_lanes
+
+
+def psum(tree):
+  """The sum over the devices of each leaf of `tree` (metric counts)."""
+  return jax.lax.psum(tree, AXIS)
+
+
+def pmean(tree):
+  """The mean over the devices of each leaf of `tree` (gradients, losses):
+  each device holds an equal share, so the mean of the devices' means is
+  the global mean."""
+  return jax.lax.pmean(tree, AXIS)
+
+
+def all_true(flag: jax.Array) -> jax.Array:
+  """bool `[]`: `flag` holds on every device."""
+  return jax.lax.pmin(flag.astype(np.int32), AXIS) > 0
+
+
 class OnMesh:
-  """Mixin for a learner with `mesh`, `init`, `init_run`, `shardings` and
-  `step` (see the module doc)."""
+  """Mixin for a learner with `mesh`, `init`, `init_run`, `specs` and
+  `local_step` (see the module doc)."""
+
+  def shardings(self, state):
+    """The `NamedSharding` of each leaf of `state` (a state, or its
+    `jax.eval_shape`)."""
+    return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), self.specs(state))
 
   def _state_shardings(self):
     return self.shardings(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
@@ -54,11 +110,31 @@ class OnMesh:
     mesh."""
     return jax.device_put(state, self.shardings(state))
 
+  def step(self, state):
+    """One Anakin step of the global state: `local_step` on every device's
+    share (`jax.shard_map`); returns (state, metrics), the metrics
+    replicated. Call it through `jit_step`, or inside a jit of your own."""
+    specs = self.specs(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
+    # check_vma=False: JAX's tracking of device-varying values does not see
+    # through the games' `lax.cond`s on mixed inputs. What it would check,
+    # that the replicated outputs agree on every device, holds because they
+    # are computed from replicated inputs and `pmean`s alone, and
+    # tests/test_sharding.py checks the outcome (the same run on 1, 2 and 8
+    # devices).
+    fn = jax.shard_map(
+      self.local_step,
+      mesh=self.mesh,
+      in_specs=(specs,),
+      out_specs=(specs, REPLICATED),
+      check_vma=False,
+    )
+    return fn(state)
+
   @functools.cached_property
   def jit_step(self):
     """`step` jitted on the mesh: takes and returns the state with
     `shardings` (a state on one device, or on host, is moved there first);
     the metrics come back replicated."""
-    rep = NamedSharding(self.mesh, P())
+    rep = NamedSharding(self.mesh, REPLICATED)
     shardings = self._state_shardings()
     return jax.jit(self.step, in_shardings=(shardings,), out_shardings=(shardings, rep))

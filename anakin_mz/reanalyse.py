@@ -1,7 +1,11 @@
 """Reanalyse inside the jitted Anakin step (MuZero Reanalyse, Schrittwieser
-et al. 2021): the first `train.reanalyse_rows` samples of each update batch
+et al. 2021): `train.reanalyse_rows` = R samples of each update batch of N
 (`train.reanalyse_fraction` of it) get fresh targets from a search with the
 current parameters, in the same compiled program as self-play and learning.
+They are spread evenly over the batch, rows `floor(r N / R)` for r < R
+(`reanalysed_rows`): the rows are stratified by lane (`replay.sample_starts`),
+so every block of lanes, and so every device, reanalyses its share (the
+first R rows would all come from the first lanes, one device's).
 
 What "fresh" means with K unroll steps. A sample starting at step t reads the
 targets of the steps t..t+K (`replay.targets_at`); the self-play search of the
@@ -31,10 +35,12 @@ time, with the parameters of the time, set the search ones:
 
 The search is self-play's, as configured (root noise included, temperature
 1), so a reanalysed target differs from the stored one only by the
-parameters that made it. Its key is folded from the update's key; the batch
-itself (starts, actions) is the one `replay.sample_prepared` drew.
+parameters that made it. Each row searches its roots alone with its own key,
+folded from the update's key and its global row (`jax.random.fold_in(key,
+row)`), so a row's fresh targets do not depend on the device layout; the
+batch itself (starts, actions) is the one `replay.sample_starts` drew.
 
-Cost: each update runs one batched search over R (K+1) roots (2 R (K+1) with
+Cost: each update runs R searches of K+1 roots each (2 (K+1) with
 `td_steps > 0`), R = `reanalyse_rows`. With `reanalyse_fraction = 0` nothing
 here runs (a static check), and the buffer keeps no legal masks, so the
 compiled step is the plain one.
@@ -45,6 +51,7 @@ from __future__ import annotations
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import envs
 from anakin_mz import replay as replay_lib
@@ -54,51 +61,73 @@ from anakin_mz.search import ndmz_search
 from anakin_mz.types import Params
 
 
+def reanalysed_rows(batch_size: int, rows: int, num_shards: int = 1) -> np.ndarray:
+  """int `[R / S]`: the reanalysed rows of a shard's `batch_size / S` rows,
+  counted from the shard's first (the same for every shard): the rows
+  `floor(r N / R)`, r < R, spread evenly over the batch.
+
+  Raises:
+    ValueError: R does not split evenly over the S shards (devices).
+  """
+  if rows % num_shards:
+    raise ValueError(
+      f"train.reanalyse_fraction gives {rows} reanalysed samples per batch, which do not "
+      f"split over {num_shards} devices: choose a fraction whose samples are a multiple of "
+      f"{num_shards}"
+    )
+  per_shard = rows // num_shards
+  return (np.arange(per_shard) * batch_size) // rows
+
+
 def refresh(
   params: Params,
   prepared: replay_lib.Prepared,
   batch: replay_lib.Batch,
+  starts: replay_lib.Starts,
   key: chex.PRNGKey,
   *,
   network: Network,
   env: envs.Env,
   config: Config,
+  num_shards: int = 1,
 ) -> replay_lib.Batch:
-  """`batch` with fresh targets in its first `config.train.reanalyse_rows`
-  samples (module docstring).
+  """`batch` with fresh targets in its reanalysed rows (module docstring).
 
   Args:
     params: the current network parameters (the search's).
     prepared: what `batch` was drawn from; its buffer must keep legal masks.
-    batch: `replay.sample_prepared(prepared, key, N, K=...)`, `[N, K+1]`.
-    key: the key `batch` was drawn with (the starts are drawn again from it,
-      the search's key is folded from it).
+    batch: `replay.targets_at(prepared, starts, ...)`, `[n, K+1]`: all N rows
+      of the batch, or one shard's N/S.
+    starts: the starts `batch` was built from (`replay.sample_starts`).
+    key: the update's key (each row's search key is folded from it).
     network, env, config: the model, the game and the run's config
       (`train.reanalyse_fraction`, `train.td_steps`, `discount`, `search`).
+    num_shards: S, the shards (devices) the batch is split over.
 
   Returns:
     The batch with `target_policy` (and with `td_steps > 0` `target_value`)
-    of rows `:R` from the fresh search; with R = 0, `batch` itself.
+    of the reanalysed rows from the fresh search; with R = 0, `batch` itself.
   """
-  rows = config.train.reanalyse_rows
-  if rows == 0:
+  num_rows = config.train.reanalyse_rows
+  if num_rows == 0:
     return batch
   td_steps = config.train.td_steps
   n, k1 = batch.target_value.shape
-  if rows > n:
-    raise ValueError(f"{rows} reanalysed samples of a batch of {n}")
+  batch_size = n * num_shards
+  if num_rows > batch_size:
+    raise ValueError(f"{num_rows} reanalysed samples of a batch of {batch_size}")
   data = prepared.buffer.data
   if data.legal_action_mask is None:
     raise ValueError(
       "reanalyse needs the legal moves of the stored steps: build the buffer "
       "with replay.example_transition(env, legal_mask=True)"
     )
+  picked = jnp.asarray(reanalysed_rows(batch_size, num_rows, num_shards))  # [R/S] local rows
   cap = prepared.buffer.capacity
-  i, lane, _ = replay_lib.sample_starts(prepared, key, n)
-  i, lane = i[:rows], lane[:rows, None]
+  i, lane = starts.i[picked], starts.lane[picked, None]
   pos = jnp.minimum(i[:, None] + jnp.arange(k1), cap - 1)  # [R, K+1] logical
   alive = i[:, None] + jnp.arange(k1) <= prepared.end[i, lane[:, 0]][:, None]
-  policy_mask = batch.policy_mask[:rows]
+  policy_mask = batch.policy_mask[picked]
   steps, use = [pos], [policy_mask]
   if td_steps > 0:
     boot, has_boot = _bootstrap_steps(prepared, pos, lane, alive, td_steps)
@@ -109,26 +138,31 @@ def refresh(
   slot = prepared.phys[steps, lane]
   legal = jnp.where(use[..., None], data.legal_action_mask[slot, lane], True)
   observation = data.observation[slot, lane]
-  flat = lambda x: x.reshape((-1,) + x.shape[2:])
-  out = ndmz_search(
-    params,
-    jax.random.fold_in(key, 1),
-    network.root(params, flat(observation)),
-    network.recurrent,
-    flat(legal),
-    num_players=env.num_players,
-    payoff=env.payoff,
-    config=config.search,
-    temperature=1.0,
-  )
-  weights = out.action_weights.reshape(steps.shape + out.action_weights.shape[1:])
-  fresh_policy = jnp.where(policy_mask[..., None], weights[:, :k1], batch.target_policy[:rows])
-  batch = batch.replace(target_policy=batch.target_policy.at[:rows].set(fresh_policy))
+
+  def search_row(obs, mask, k):
+    """Row's J roots, searched together with the row's own key."""
+    return ndmz_search(
+      params,
+      k,
+      network.root(params, obs),
+      network.recurrent,
+      mask,
+      num_players=env.num_players,
+      payoff=env.payoff,
+      config=config.search,
+      temperature=1.0,
+    )
+
+  row_keys = jax.vmap(lambda r: jax.random.fold_in(key, r))(starts.row[picked])
+  out = jax.vmap(search_row)(observation, legal, row_keys)
+  weights = out.action_weights  # [R, J, A]
+  fresh_policy = jnp.where(policy_mask[..., None], weights[:, :k1], batch.target_policy[picked])
+  batch = batch.replace(target_policy=batch.target_policy.at[picked].set(fresh_policy))
   if td_steps == 0:
     return batch
 
   # V'_b - V_b, from b's mover's view to the start mover's, times discount^(b-j).
-  value = out.root_value.reshape(steps.shape)[:, k1:]
+  value = out.root_value[:, k1:]
   boot_slot = slot[:, k1:]
   delta = value - data.search_value[boot_slot, lane]
   mover = data.player[boot_slot, lane]
@@ -136,8 +170,8 @@ def refresh(
   if env.payoff == "zero_sum":
     delta = jnp.where(mover == root, delta, -delta)
   scale = jnp.power(config.discount, (boot - pos).astype(jnp.float32))
-  fresh_value = batch.target_value[:rows] + jnp.where(has_boot, scale * delta, 0.0)
-  return batch.replace(target_value=batch.target_value.at[:rows].set(fresh_value))
+  fresh_value = batch.target_value[picked] + jnp.where(has_boot, scale * delta, 0.0)
+  return batch.replace(target_value=batch.target_value.at[picked].set(fresh_value))
 
 
 def _bootstrap_steps(

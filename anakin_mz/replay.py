@@ -503,6 +503,26 @@ def sample(
   )
 
 
+@chex.dataclass(frozen=True)
+class Starts:
+  """The starts of a batch's rows, drawn by `sample_starts`.
+
+  Attributes:
+    i: int32 `[n]` logical times (0 = the lane's oldest step).
+    lane: int32 `[n]` lanes, counted in the buffer that was passed in (a
+      shard's own lanes when sharded).
+    row: int32 `[n]` the rows' indices in the whole batch of N.
+    key: the key of the unified actions fed past an episode's end, drawn
+      for the whole batch (`[N, K]`) and read at `row`, so a row's actions
+      do not depend on how the batch is sharded.
+  """
+
+  i: chex.Array
+  lane: chex.Array
+  row: chex.Array
+  key: chex.PRNGKey
+
+
 def sample_prepared(
   prepared: Prepared,
   key: chex.PRNGKey,
@@ -511,36 +531,50 @@ def sample_prepared(
   K: int,
   num_players: int,
   num_actions: int,
-  blocks: int = 1,
+  shard: chex.Numeric = 0,
+  num_shards: int = 1,
 ) -> Batch:
   """`sample` from the targets `prepare` derived (K must match).
 
-  `blocks` (a divisor of the lane count and of `batch_size`; the learner
-  passes its device count) only lays the gathers out: row block d of the
-  batch is built from lane block d alone (`sample_starts` draws it from
-  there), so with the lanes split over d devices no device reads another's
-  replay. The batch is the same for every `blocks`."""
-  if K < 0 or batch_size < 1:
-    raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
-  num_chance = prepared.buffer.data.chance_probs.shape[-1]
-  u, k_act = _start_uniforms(key, batch_size)
-  random_actions = jax.random.randint(k_act, (batch_size, K), 0, num_actions + num_chance)
+  Sharded (`num_shards` > 1, inside `shard_map`): `prepared` holds shard
+  `shard`'s own lanes, `[B/S, ...]` of the B, and this builds rows
+  `[shard N/S, (shard+1) N/S)` of the batch from them alone: the draw is
+  stratified by lane (`sample_starts`), so no shard reads another's
+  replay, and the rows are those of the unsharded batch."""
+  starts = sample_starts(prepared, key, batch_size, shard=shard, num_shards=num_shards)
+  return targets_at(
+    prepared,
+    starts,
+    batch_size=batch_size,
+    K=K,
+    num_players=num_players,
+    num_actions=num_actions,
+  )
 
-  def build(prep, rows, lane0, u, random_actions):
-    i, lane = _stratified_starts(
-      prep.start_ok, rows, lane0, u, prepared.buffer.num_lanes, batch_size
+
+def _shard_rows(batch_size: int, lanes: int, shard: chex.Numeric, num_shards: int):
+  """(global row indices `[N/S]`, first global lane) of `shard`; `lanes` is
+  the shard's lane count. Raises where the shards do not divide evenly."""
+  if num_shards < 1 or batch_size % num_shards:
+    raise ValueError(
+      f"the batch of {batch_size} rows does not split over {num_shards} shards (devices): "
+      f"use a batch_size that is a multiple of {num_shards}"
     )
-    return _targets(prep, i, lane, random_actions, K=K, num_players=num_players)
-
-  return by_lane_blocks(build, prepared, blocks, batch_size, u, random_actions)
+  n = batch_size // num_shards
+  shard = jnp.asarray(shard, jnp.int32)
+  return shard * n + jnp.arange(n, dtype=jnp.int32), shard * lanes
 
 
 def sample_starts(
-  prepared: Prepared, key: chex.PRNGKey, batch_size: int
-) -> Tuple[chex.Array, chex.Array, chex.PRNGKey]:
-  """The starts `sample_prepared(prepared, key, batch_size, ...)` draws:
-  logical times `i` `[N]` and lanes `lane` `[N]`, and the key that draws its
-  actions past the end.
+  prepared: Prepared,
+  key: chex.PRNGKey,
+  batch_size: int,
+  *,
+  shard: chex.Numeric = 0,
+  num_shards: int = 1,
+) -> Starts:
+  """The starts `sample_prepared(prepared, key, batch_size, ...)` draws
+  (for shard `shard` of `num_shards`: its rows, from its lanes).
 
   The draw is stratified by lane: row j comes from the lanes
   `[j B // N, max((j + 1) B // N, j B // N + 1))` (B lanes, N rows), uniformly
@@ -548,36 +582,43 @@ def sample_starts(
   config) each lane gives N / B rows, uniform over its own valid starts; the
   rows, summed over a chunk, weigh every valid start as a uniform draw over
   the whole buffer does when the lanes hold as many starts each (they play
-  the same number of transitions). Why stratified: rows `[d N/D, (d+1) N/D)`
-  then come from lanes `[d B/D, (d+1) B/D)` for every D dividing B and N, so
-  D devices each build their share of the batch from their own lanes
-  (`blocks`), and the batch does not depend on D. A row whose lanes hold no
-  valid start is meaningless (lane `lo`, a uniform time); gate updates on
+  the same number of transitions). Why stratified: rows `[d N/S, (d+1) N/S)`
+  then come from lanes `[d B/S, (d+1) B/S)` for every S dividing B and N, so
+  S devices each build their share of the batch from their own lanes, and
+  the batch does not depend on S (the uniforms are drawn for all N rows and
+  each shard reads its own). A row whose lanes hold no valid start is
+  meaningless (lane `lo`, a uniform time); gate updates on
   `starts_everywhere`."""
+  if batch_size < 1:
+    raise ValueError(f"need batch_size >= 1, got {batch_size}")
+  local_lanes = prepared.buffer.num_lanes
+  rows, lane0 = _shard_rows(batch_size, local_lanes, shard, num_shards)
   u, k_act = _start_uniforms(key, batch_size)
-  rows = jnp.arange(batch_size)
   i, lane = _stratified_starts(
-    prepared.start_ok, rows, jnp.int32(0), u, prepared.buffer.num_lanes, batch_size
+    prepared.start_ok, rows, lane0, u[rows], local_lanes * num_shards, batch_size
   )
-  return i, lane, k_act
+  return Starts(i=i, lane=lane, row=rows, key=k_act)
 
 
 def _start_uniforms(key: chex.PRNGKey, batch_size: int) -> Tuple[chex.Array, chex.PRNGKey]:
   """The uniforms `[N]` that pick the starts and the key of the actions past
-  the end: one split of `key`, shared by `sample_prepared` and
-  `sample_starts` so that both draw the same batch."""
+  the end: one split of `key`."""
   k_start, k_act = jax.random.split(key)
   return jax.random.uniform(k_start, (batch_size,)), k_act
 
 
-def starts_everywhere(start_ok: chex.Array, batch_size: int) -> chex.Array:
-  """bool `[]`: every row of a `batch_size` batch has a valid start to draw
-  (`sample_starts`): with `batch_size` >= the lane count, every lane has one."""
-  lanes = start_ok.shape[1]
-  j = jnp.arange(batch_size)
-  lo, hi = _row_lanes(j, lanes, batch_size)
+def starts_everywhere(
+  start_ok: chex.Array, batch_size: int, *, shard: chex.Numeric = 0, num_shards: int = 1
+) -> chex.Array:
+  """bool `[]`: every row of a `batch_size` batch (of shard `shard`'s rows,
+  `start_ok` `[L, B/S]` its lanes) has a valid start to draw
+  (`sample_starts`): with `batch_size` >= the lane count, every lane has
+  one."""
+  local_lanes = start_ok.shape[1]
+  rows, lane0 = _shard_rows(batch_size, local_lanes, shard, num_shards)
+  lo, hi = _row_lanes(rows, local_lanes * num_shards, batch_size)
   has = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(jnp.any(start_ok, axis=0))])
-  return jnp.all(has[hi] > has[lo])
+  return jnp.all(has[hi - lane0] > has[lo - lane0])
 
 
 def _row_lanes(rows: chex.Array, lanes: int, batch_size: int) -> Tuple[chex.Array, chex.Array]:
@@ -621,60 +662,28 @@ def _stratified_starts(
   return i, lane
 
 
-def _lane_axis(x: chex.Array) -> int:
-  """Where a replay leaf keeps its lanes: `[B]` counters at 0, `[L, B, ...]`
-  data at 1."""
-  return 0 if x.ndim == 1 else 1
-
-
-def by_lane_blocks(fn, tree, blocks: int, batch_size: int, *row_args: chex.Array):
-  """`fn(tree_block, rows, lane0, *row_args_block)` on each of `blocks`
-  blocks of lanes, its rows concatenated: the layout of `sample_prepared`.
-
-  `tree` is a replay pytree (`Prepared`, `DecisionPrepared`: `[L, B, ...]`
-  leaves and `[B]` counters); block d holds lanes `[d B/D, (d+1) B/D)`, with
-  `lane0` its first lane, and gets rows `rows` = `[d N/D, (d+1) N/D)` of the
-  `[N, ...]` `row_args`. `fn` returns a pytree of `[N/D, ...]` leaves. With
-  `blocks` > 1 the blocks are a `vmap` axis, so a partitioner that splits
-  the lanes over devices keeps each block's gathers on its device."""
-  lanes = next(x.shape[1] for x in jax.tree.leaves(tree) if x.ndim > 1)
-  if blocks < 1 or lanes % blocks or batch_size % blocks:
-    raise ValueError(
-      f"blocks={blocks} must divide the lanes ({lanes}) and the batch size ({batch_size})"
-    )
-  rows = jnp.arange(batch_size)
-  if blocks == 1:
-    return fn(tree, rows, jnp.int32(0), *row_args)
-
-  def split(x, axis):
-    return x.reshape(x.shape[:axis] + (blocks, x.shape[axis] // blocks) + x.shape[axis + 1 :])
-
-  axes = jax.tree.map(_lane_axis, tree)
-  out = jax.vmap(fn, in_axes=(axes, 0, 0) + (0,) * len(row_args))(
-    jax.tree.map(lambda x: split(x, _lane_axis(x)), tree),
-    split(rows, 0),
-    jnp.arange(blocks, dtype=jnp.int32) * (lanes // blocks),
-    *(split(a, 0) for a in row_args),
-  )
-  return jax.tree.map(lambda x: x.reshape((batch_size,) + x.shape[2:]), out)
+def _past_end_actions(starts: Starts, batch_size: int, K: int, num_unified: int) -> chex.Array:
+  """int32 `[n, K]`: the random unified actions fed to g past the end, for
+  the rows of `starts` (drawn for the whole batch, read at the rows)."""
+  return jax.random.randint(starts.key, (batch_size, K), 0, num_unified)[starts.row]
 
 
 def targets_at(
   prepared: Prepared,
-  i: chex.Array,
-  lane: chex.Array,
-  key: chex.PRNGKey,
+  starts: Starts,
   *,
+  batch_size: int,
   K: int,
   num_players: int,
   num_actions: int,
 ) -> Batch:
-  """The `Batch` of the starts at logical times `i` `[N]` (0 = the lane's
-  oldest step) of lanes `lane` `[N]`; `key` draws the actions past the end.
-  Meaningful where `prepared.start_ok[i, lane]`."""
+  """The `Batch` of `starts` (rows of a batch of `batch_size`). Meaningful
+  where `prepared.start_ok[starts.i, starts.lane]`."""
+  if K < 0:
+    raise ValueError(f"need K >= 0, got {K}")
   num_chance = prepared.buffer.data.chance_probs.shape[-1]
-  random_actions = jax.random.randint(key, (i.shape[0], K), 0, num_actions + num_chance)
-  return _targets(prepared, i, lane, random_actions, K=K, num_players=num_players)
+  random_actions = _past_end_actions(starts, batch_size, K, num_actions + num_chance)
+  return _targets(prepared, starts.i, starts.lane, random_actions, K=K, num_players=num_players)
 
 
 def _targets(
@@ -829,29 +838,36 @@ def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> D
 
 
 def sample_decisions(
-  dprepared: DecisionPrepared, key: chex.PRNGKey, batch_size: int, *, K: int, num_actions: int
+  dprepared: DecisionPrepared,
+  key: chex.PRNGKey,
+  batch_size: int,
+  *,
+  K: int,
+  num_actions: int,
+  shard: chex.Numeric = 0,
+  num_shards: int = 1,
 ) -> DecisionBatch:
-  """`batch_size` starts drawn (stratified by lane, `sample_starts`) among
-  `dprepared.start_ok`, and their K-step decision unrolls (`DecisionBatch`)."""
-  if K < 0 or batch_size < 1:
-    raise ValueError(f"need K >= 0 and batch_size >= 1, got {K}, {batch_size}")
-  prepared = dprepared.base
-  i, lane, k_act = sample_starts(prepared.replace(start_ok=dprepared.start_ok), key, batch_size)
-  return decisions_at(dprepared, i, lane, k_act, K=K, num_actions=num_actions)
+  """`batch_size` starts drawn (stratified by lane, `sample_starts`; sharded
+  as `sample_prepared`) among `dprepared.start_ok`, and their K-step
+  decision unrolls (`DecisionBatch`)."""
+  prepared = dprepared.base.replace(start_ok=dprepared.start_ok)
+  starts = sample_starts(prepared, key, batch_size, shard=shard, num_shards=num_shards)
+  return decisions_at(dprepared, starts, batch_size=batch_size, K=K, num_actions=num_actions)
 
 
 def decisions_at(
   dprepared: DecisionPrepared,
-  i: chex.Array,
-  lane: chex.Array,
-  key: chex.PRNGKey,
+  starts: Starts,
   *,
+  batch_size: int,
   K: int,
   num_actions: int,
 ) -> DecisionBatch:
-  """The `DecisionBatch` of the starts at logical times `i` `[N]` of lanes
-  `lane` `[N]`; `key` draws the actions past the end. Meaningful where
-  `dprepared.start_ok[i, lane]`."""
+  """The `DecisionBatch` of `starts` (rows of a batch of `batch_size`).
+  Meaningful where `dprepared.start_ok[starts.i, starts.lane]`."""
+  if K < 0:
+    raise ValueError(f"need K >= 0, got {K}")
+  i, lane = starts.i, starts.lane
   prepared = dprepared.base
   data = prepared.buffer.data
   cap = prepared.buffer.capacity
@@ -870,7 +886,7 @@ def decisions_at(
   mine = lambda x: jnp.take_along_axis(x, player[..., None], axis=-1)[..., 0]
   value = mine(prepared.values[pos, lane_k])
   reward = mine(dprepared.reward_to_next[pos, lane_k])[:, :K]
-  random_actions = jax.random.randint(key, (n, K), 0, num_actions)
+  random_actions = _past_end_actions(starts, batch_size, K, num_actions)
   actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k], random_actions)
   next_alive = alive[:, 1:]
   obs = data.observation[slot[:, 1:], lane_k]

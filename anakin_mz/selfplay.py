@@ -19,15 +19,21 @@ searching at chance nodes too (the benchmark's baseline).
 
 The iterations write `[I, chance_run + 1, B]` slots; a slot where a lane had
 nothing to do is marked invalid and `replay.add(..., drop_invalid=True)`
-packs each lane's valid steps. Lanes thus make different numbers of
-transitions; the loop runs until the chunk holds `num_steps * B` transitions
-in all (what is made beyond that is counted in `ActorState.surplus` and
-subtracted from the next chunk's quota, so the long-run number of transitions
-per chunk, and the replay ratio, are exactly those configured).
+packs each lane's valid steps. Each lane has its own quota: it plays whole
+iterations until it has made `num_steps` transitions in the chunk, less
+what it made beyond its quota in the last one (`ActorState.surplus`, at most
+`chance_run`), then waits (its slots invalid) until every lane of the chunk
+is done. So every lane makes exactly `num_steps` transitions per chunk in
+the long run (the replay ratio is the one configured), and a lane's chunk
+depends on nothing but its own game: lanes split over devices need no
+count of the others' transitions (no collective inside the loop), and any
+device count plays the same games.
 
 Each lane draws its chance outcomes and restarts from its own key stream, one
-split per transition, so a lane's game depends only on its key and on what the
-search decides, not on how lanes and chance runs are scheduled: with a
+split per transition, and searches with its own key
+(`jax.random.split(key, B)[b]` for the lane's global index b), so a lane's
+game depends only on its keys and on what the search decides, not on how
+lanes and chance runs are scheduled or laid out over devices: with a
 deterministic search both paths play the very same games
 (`tests/test_selfplay.py`).
 """
@@ -59,7 +65,8 @@ class ActorState:
     episode_return: `[B, P]` rewards so far in each lane's current episode.
     episode_length: `[B]` transitions so far in each lane's current episode.
     key: `[B, 2]` uint32, each lane's PRNG key (chance outcomes, restarts).
-    surplus: int32 `[]` transitions made beyond the quota of past chunks.
+    surplus: int32 `[B]` transitions each lane made beyond its quota in the
+      last chunk (`rollout`), taken off its next quota.
   """
 
   env_state: envs.State
@@ -91,7 +98,7 @@ def init_actors(env: envs.Env, key: chex.PRNGKey, num_envs: int) -> ActorState:
     episode_return=jnp.zeros((num_envs, env.num_players), jnp.float32),
     episode_length=jnp.zeros((num_envs,), jnp.int32),
     key=jax.random.split(k_lanes, num_envs),
-    surplus=jnp.int32(0),
+    surplus=jnp.zeros((num_envs,), jnp.int32),
   )
 
 
@@ -103,28 +110,34 @@ def _where(mask: chex.Array, x, y):
 def _play(
   actor: ActorState,
   act: chex.Array,
+  live: chex.Array,
   move: chex.Array,
   search: SearchOutput | None,
   *,
   env: envs.Env,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
-  """One transition in the lanes where `act` `[B]` is True.
+  """One transition in the lanes where `act` and `live` `[B]` are True.
 
   A lane at a chance node plays an outcome drawn with its own key; a lane at a
   decision node plays `move` `[B]` (the search's action). Lanes that finish
-  restart from a fresh game. Lanes where `act` is False are left unchanged
-  and their record is invalid.
+  restart from a fresh game. Other lanes are left unchanged and their record
+  is invalid. (`act` says which lanes this kind of step moves: those at a
+  chance node, or all; `live`, which lanes still play in the chunk. Kept
+  apart, not and-ed into one mask, because XLA compiles the rollout twice
+  as fast when the transition is masked by `act` alone and the lanes that
+  are not live are restored after it.)
   """
   num_envs = act.shape[0]
   s = actor.env_state
   keys = jax.vmap(lambda k: jax.random.split(k, 3))(actor.key)
   lane_key, k_chance, k_reset = keys[:, 0], keys[:, 1], keys[:, 2]
   is_chance = s.current_player == envs.CHANCE
-  decision = act & (s.current_player >= 0)
   outcome = jax.vmap(envs.chance_outcome)(s, k_chance)
   env_action = jnp.where(is_chance, outcome, move).astype(jnp.int32)
   unified = jnp.where(is_chance, env.num_actions + outcome, move)
   nxt = jax.vmap(env.step)(s, env_action)
+  counted = act & live
+  decision = counted & (s.current_player >= 0)
   if search is None:
     policy = jnp.zeros_like(s.legal_action_mask, jnp.float32)
     value = jnp.zeros((num_envs,), jnp.float32)
@@ -142,23 +155,24 @@ def _play(
     next_player=nxt.current_player,
     done=nxt.done,
     truncated=nxt.truncated,
-    valid=act,
+    valid=counted,
     legal_action_mask=s.legal_action_mask,  # kept only by buffers that ask for it
   )
   ret = actor.episode_return + nxt.rewards
   length = actor.episode_length + 1
   done = act & nxt.done
+  counted_done = done & live
   stats = RolloutStats(
-    episodes=jnp.sum(done).astype(jnp.int32),
-    return_sum=jnp.sum(jnp.where(done[:, None], ret, 0.0), axis=0),
-    length_sum=jnp.sum(jnp.where(done, length, 0)).astype(jnp.int32),
+    episodes=jnp.sum(counted_done).astype(jnp.int32),
+    return_sum=jnp.sum(jnp.where(counted_done[:, None], ret, 0.0), axis=0),
+    length_sum=jnp.sum(jnp.where(counted_done, length, 0)).astype(jnp.int32),
     decision_steps=jnp.sum(decision).astype(jnp.int32),
     searches=jnp.int32(0 if search is None else num_envs),
-    transitions=jnp.sum(act).astype(jnp.int32),
+    transitions=jnp.sum(counted).astype(jnp.int32),
   )
   fresh = jax.vmap(env.init)(k_reset)
   env_state = _where(done, fresh, _where(act, nxt, s))
-  actor = ActorState(
+  played = ActorState(
     env_state=env_state,
     episode_return=jnp.where(
       done[:, None], 0.0, jnp.where(act[:, None], ret, actor.episode_return)
@@ -167,7 +181,7 @@ def _play(
     key=jnp.where(act[:, None], lane_key, actor.key),
     surplus=actor.surplus,
   )
-  return actor, record, stats
+  return _where(live, played, actor), record, stats
 
 
 def lane_search(
@@ -179,14 +193,19 @@ def lane_search(
   env: envs.Env,
   config: SearchConfig,
   temperature: chex.Numeric,
+  lane0: chex.Numeric = 0,
+  total_lanes: int | None = None,
 ) -> SearchOutput:
   """`act.search_policy` on the lanes `state` `[B]`, one search per lane
   (vmapped, a batch of 1 inside) with the lane's own key
-  `jax.random.split(key, B)[b]`. Why: the lanes are split over the devices,
-  and a batched search gathers across its batch (mctx indexes its tree with
-  `arange(B)`), which a partitioner turns into collectives in every
-  simulation; per lane, each search stays on its device. And a lane's search
-  then depends on its own key only, not on how the lanes are laid out."""
+  `jax.random.split(key, total_lanes)[lane0 + b]`: `state` may be a block of
+  `total_lanes` lanes starting at global lane `lane0` (a device's lanes),
+  and a lane's search depends on its own key only, not on the layout. (A
+  batched search would draw its noise for the batch as a whole, and gathers
+  across it.)"""
+  num = state.current_player.shape[0]
+  keys = jax.random.split(key, total_lanes or num)
+  keys = jax.lax.dynamic_slice_in_dim(keys, jnp.asarray(lane0, jnp.int32), num)
 
   def one(s, k):
     out = search_policy(
@@ -200,7 +219,7 @@ def lane_search(
     )
     return jax.tree.map(lambda x: x[0], out)
 
-  return jax.vmap(one)(state, jax.random.split(key, state.current_player.shape[0]))
+  return jax.vmap(one)(state, keys)
 
 
 def rollout(
@@ -214,16 +233,21 @@ def rollout(
   num_steps: int,
   temperature: chex.Numeric,
   search_at_chance: bool = False,
+  lane0: chex.Numeric = 0,
+  total_lanes: int | None = None,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
-  """Plays `num_steps * B` transitions (over time; see the module docstring).
+  """Plays `num_steps` transitions in each lane (over time; see the module
+  docstring).
 
   Args:
     params, actor, key: network parameters, the lanes, a PRNG key.
     env, network, config: the game, the model and the search settings.
-    num_steps: T, transitions per lane per chunk (on average).
+    num_steps: T, transitions per lane per chunk.
     temperature: self-play move temperature.
     search_at_chance: the old path: search at every node, one transition per
       lane per search.
+    lane0, total_lanes: `actor` holds lanes `lane0 ..` of `total_lanes` (a
+      device's block; default: all of them), for the lanes' search keys.
 
   Returns:
     The new actor state, the `Transition` record `[I * (R + 1), B]` (R =
@@ -233,48 +257,59 @@ def rollout(
   """
   num_envs = actor.episode_length.shape[0]
   run = 0 if search_at_chance else env.chance_run
-  quota = num_steps * num_envs - actor.surplus
+  quota = num_steps - actor.surplus  # [B]
   no_move = jnp.zeros((num_envs,), jnp.int32)
 
-  def iteration(actor: ActorState, key: chex.PRNGKey):
+  def iteration(actor: ActorState, made: chex.Array, key: chex.PRNGKey):
+    active = made < quota  # lanes still short of their quota play a whole iteration
     records, stats = [], []
     for _ in range(run):  # chance nodes, no search
-      actor, rec, st = _play(
-        actor, actor.env_state.current_player == envs.CHANCE, no_move, None, env=env
-      )
+      at_chance = actor.env_state.current_player == envs.CHANCE
+      actor, rec, st = _play(actor, at_chance, active, no_move, None, env=env)
       records.append(rec)
       stats.append(st)
     out = lane_search(
-      params, actor.env_state, key, network=network, env=env, config=config, temperature=temperature
+      params,
+      actor.env_state,
+      key,
+      network=network,
+      env=env,
+      config=config,
+      temperature=temperature,
+      lane0=lane0,
+      total_lanes=total_lanes,
     )
-    actor, rec, st = _play(actor, jnp.ones((num_envs,), jnp.bool_), out.action, out, env=env)
+    everyone = jnp.ones((num_envs,), jnp.bool_)
+    actor, rec, st = _play(actor, everyone, active, out.action, out, env=env)
     records.append(rec)
     stats.append(st)
+    made = made + sum(r.valid.astype(jnp.int32) for r in records)
     stack = lambda *xs: jnp.stack(xs)
     total = lambda *xs: functools.reduce(jnp.add, xs)
-    return actor, jax.tree.map(stack, *records), jax.tree.map(total, *stats)
+    return actor, made, jax.tree.map(stack, *records), jax.tree.map(total, *stats)
 
-  example = jax.eval_shape(iteration, actor, key)[1:]
+  made0 = jnp.zeros((num_envs,), jnp.int32)
+  example = jax.eval_shape(iteration, actor, made0, key)[2:]
   zeros = lambda x: jnp.zeros((num_steps,) + x.shape, x.dtype)
   records0, stats0 = jax.tree.map(zeros, example[0]), example[1]
   stats0 = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), stats0)
 
   def cond(carry):
-    i, _, _, _, stats = carry
-    return (i < num_steps) & (stats.transitions < quota)
+    i, _, made, _, _, _ = carry
+    return (i < num_steps) & jnp.any(made < quota)
 
   def body(carry):
-    i, actor, records, key, stats = carry
+    i, actor, made, records, key, stats = carry
     key, k = jax.random.split(key)
-    actor, rec, st = iteration(actor, k)
+    actor, made, rec, st = iteration(actor, made, k)
     records = jax.tree.map(lambda r, x: r.at[i].set(x), records, rec)
     stats = jax.tree.map(jnp.add, stats, st)
-    return i + 1, actor, records, key, stats
+    return i + 1, actor, made, records, key, stats
 
-  _, actor, records, _, stats = jax.lax.while_loop(
-    cond, body, (jnp.int32(0), actor, records0, key, stats0)
+  _, actor, made, records, _, stats = jax.lax.while_loop(
+    cond, body, (jnp.int32(0), actor, made0, records0, key, stats0)
   )
   # Iterations that did not run stay all-zero records: valid False.
   records = jax.tree.map(lambda x: x.reshape((num_steps * (run + 1),) + x.shape[2:]), records)
-  actor = actor.replace(surplus=stats.transitions - quota)
+  actor = actor.replace(surplus=made - quota)
   return actor, records, stats

@@ -27,8 +27,9 @@ direction). With plain SGD, one lane gives exactly the update above
 (`tests/test_tdlambda.py`).
 
 Everything is jitted and vmapped like the Anakin step; `TDLambdaLearner` has
-`anakin.Learner`'s interface (init, init_replicated, step, jit_step, pstep),
-so the run loop, TensorBoard and checkpoints are shared. There is no replay
+`anakin.Learner`'s interface (`mesh.OnMesh`: init, init_run, specs,
+local_step, jit_step), lanes split over the devices the same way, so the
+run loop, TensorBoard and checkpoints are shared. There is no replay
 buffer: each chunk plays `train.rollout_length` iterations (an iteration
 plays the chance nodes ahead of every lane, up to `env.chance_run`, then one
 move per lane) and makes one update per iteration.
@@ -36,20 +37,20 @@ move per lane) and makes one update per iteration.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh
 
 import envs
 from envs.core import raw_key
 from anakin_mz import lookahead
 from anakin_mz.guard import finite_check
+from anakin_mz import mesh as mesh_lib
 from anakin_mz.mesh import OnMesh, make_mesh
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchOutput
@@ -173,10 +174,13 @@ def td_learn(
   model: ValueModel,
   optimizer: optax.GradientTransformation,
   payoff: str,
+  total: Callable[[chex.ArrayTree], chex.ArrayTree] = lambda x: x,
 ) -> Tuple[Params, optax.OptState, Dict[str, chex.Array]]:
   """The update at S_{t+1}: lanes whose `player` `[B]` is a decision node or
   `envs.TERMINAL` and that have an S_t get delta_t; one optimizer step along
-  the mean of delta_b e_b (no step when no lane has one).
+  the mean of delta_b e_b (no step when no lane has one). `total` sums a
+  pytree over the other holders of lanes (the devices: `mesh.psum`), so the
+  mean runs over every lane of the run.
 
   Returns (params, opt_state, info): info holds `delta` `[B]` (0 where
   invalid), `valid` `[B]`, `applied` bool `[]` and `direction_norm` `[]`.
@@ -190,6 +194,7 @@ def td_learn(
   delta = jnp.where(valid, lanes.reward + lanes.discount * u_now - u_prev, 0.0)
   count = jnp.sum(valid).astype(jnp.float32)
   direction = jax.tree.map(lambda e: jnp.tensordot(delta, e, axes=1), lanes.trace)
+  direction, count = total((direction, count))
   grads = jax.tree.map(lambda d: -d / jnp.maximum(count, 1.0), direction)
   updates, new_opt = optimizer.update(grads, opt_state, params)
   new_params = optax.apply_updates(params, updates)
@@ -290,8 +295,6 @@ class TDLambdaLearner(OnMesh):
 
   def __init__(self, config, mesh: Optional[Mesh] = None):
     self.config = config
-    # TD(lambda) makes one small Adam step an iteration: every device runs
-    # the whole (replicated) program, so any mesh gives the same run.
     self.mesh = make_mesh() if mesh is None else mesh
     self.num_devices = int(self.mesh.size)
     self.env: envs.Env = config.make_env()
@@ -334,10 +337,11 @@ class TDLambdaLearner(OnMesh):
     k_actor, k_run = jax.random.split(jax.random.split(jax.random.PRNGKey(seed + 1), 1)[0])
     return base.replace(actor=self._actor(base.params, k_actor), key=k_run)
 
-  def shardings(self, state) -> TDTrainState:
-    """Every leaf replicated on the mesh."""
-    rep = NamedSharding(self.mesh, P())
-    return jax.tree.map(lambda _: rep, state)
+  def specs(self, state) -> TDTrainState:
+    """The lanes (`actor`, traces included) split over the mesh's data axis,
+    all else replicated."""
+    like = lambda tree, spec: jax.tree.map(lambda _: spec, tree)
+    return like(state, mesh_lib.REPLICATED).replace(actor=like(state.actor, mesh_lib.LANES))
 
   # ------------------------------------------------------------------ step
   def _transition(self, actor: TDActor, moved, action) -> Tuple[TDActor, chex.Array]:
@@ -373,6 +377,7 @@ class TDLambdaLearner(OnMesh):
       model=self.network,
       optimizer=self.optimizer,
       payoff=payoff,
+      total=mesh_lib.psum,
     )
     # Finished games restart (their last delta is applied above).
     ended = s.current_player == envs.TERMINAL
@@ -404,23 +409,31 @@ class TDLambdaLearner(OnMesh):
     decision = s.current_player >= 0
     actor, n = self._transition(actor, decision, move.action)
     transitions += n
-    valid = info["valid"]
-    num_valid = jnp.maximum(jnp.sum(valid), 1)
+    sums = mesh_lib.psum(
+      dict(
+        stats,
+        transitions=transitions,
+        decision_steps=jnp.sum(decision).astype(jnp.int32),
+        valid=jnp.sum(info["valid"]).astype(jnp.int32),
+        abs_delta=jnp.sum(jnp.abs(info["delta"])),
+        value=jnp.sum(jnp.where(decision, move.root_value, 0.0)),
+      )
+    )
     metrics = dict(
-      stats,
-      transitions=transitions,
-      decision_steps=jnp.sum(decision).astype(jnp.int32),
+      {k: sums[k] for k in (*stats, "transitions", "decision_steps")},
       updates_applied=info["applied"].astype(jnp.int32),
-      td_error=jnp.sum(jnp.abs(info["delta"])) / num_valid,
+      td_error=sums["abs_delta"] / jnp.maximum(sums["valid"], 1),
       direction_norm=info["direction_norm"],
-      value=jnp.sum(jnp.where(decision, move.root_value, 0.0)) / jnp.maximum(jnp.sum(decision), 1),
+      value=sums["value"] / jnp.maximum(sums["decision_steps"], 1),
     )
     return (params, opt_state, actor), metrics
 
-  def step(self, state: TDTrainState):
-    """One chunk of the (replicated) state: `rollout_length` iterations of self-play,
-    one TD(lambda) update each. Metrics as `anakin.Learner.step` (the NaN
-    guard included: a chunk with a non-finite value is not applied)."""
+  def local_step(self, state: TDTrainState):
+    """One chunk of this device's share of the state (`mesh.OnMesh.jit_step`
+    runs it on every device): `rollout_length` iterations of self-play on
+    its lanes, one TD(lambda) update each, averaged over every lane.
+    Metrics as `anakin.Learner.local_step` (the NaN guard included: a chunk
+    with a non-finite value is not applied)."""
     key, k_iter = jax.random.split(state.key)
     (params, opt_state, actor), per_iter = jax.lax.scan(
       self._iteration,

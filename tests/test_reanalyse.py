@@ -102,15 +102,23 @@ def _prepare(cfg, env, buf):
 
 
 def _sample(prepared, key, env):
-  return replay.sample_prepared(
-    prepared, key, N, K=K, num_players=env.num_players, num_actions=env.num_actions
+  """(the batch, its starts)."""
+  starts = replay.sample_starts(prepared, key, N)
+  batch = replay.targets_at(
+    prepared,
+    starts,
+    batch_size=N,
+    K=K,
+    num_players=env.num_players,
+    num_actions=env.num_actions,
   )
+  return batch, starts
 
 
 def _refresh(cfg, env, net, params, prepared, key):
-  batch = _sample(prepared, key, env)
+  batch, starts = _sample(prepared, key, env)
   fn = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, config=cfg))
-  return batch, fn(params, prepared, batch, key)
+  return batch, fn(params, prepared, batch, starts, key)
 
 
 def _reference(cfg, env, net, params, prepared, key):
@@ -142,9 +150,13 @@ def _searched_again(params, prepared, key, *, env, net, cfg):
     search_value=jnp.where(decision, value, data.search_value),
   )
   fresh = _prepare(cfg, env, prepared.buffer.replace(data=data))
-  i, lane, k_act = replay.sample_starts(prepared, key, N)
   return replay.targets_at(
-    fresh, i, lane, k_act, K=K, num_players=env.num_players, num_actions=env.num_actions
+    fresh,
+    replay.sample_starts(prepared, key, N),
+    batch_size=N,
+    K=K,
+    num_players=env.num_players,
+    num_actions=env.num_actions,
   )
 
 
@@ -178,21 +190,31 @@ def test_only_the_chosen_fraction_of_rows_is_reanalysed():
   _, env, net, params, prepared = _setup("puct", 3)
   cfg = _config(td_steps=3, fraction=0.25)
   assert cfg.train.reanalyse_rows == 4
+  # Spread over the batch of 16 (so over the lanes, and so over devices).
+  rows = np.array([0, 4, 8, 12])
+  assert reanalyse.reanalysed_rows(N, 4).tolist() == rows.tolist()
+  assert reanalyse.reanalysed_rows(N, 4, num_shards=2).tolist() == [0, 4]
+  with pytest.raises(ValueError, match="4 reanalysed samples .* do not split over 3 devices"):
+    reanalyse.reanalysed_rows(N, 4, num_shards=3)
+  others = np.array([r for r in range(N) if r not in rows])
   key = jax.random.PRNGKey(5)
   batch, got = _refresh(cfg, env, net, params, prepared, key)
   want = _reference(cfg, env, net, params, prepared, key)
   for field in ("target_policy", "target_value"):
-    _close(got[field][:4], want[field][:4], err_msg=field)
-    np.testing.assert_array_equal(np.asarray(got[field][4:]), np.asarray(batch[field][4:]))
-    assert not np.allclose(np.asarray(batch[field][:4]), np.asarray(want[field][:4]))
+    _close(got[field][rows], want[field][rows], err_msg=field)
+    np.testing.assert_array_equal(np.asarray(got[field][others]), np.asarray(batch[field][others]))
+    assert not np.allclose(np.asarray(batch[field][rows]), np.asarray(want[field][rows]))
 
 
 def test_fraction_zero_keeps_the_replay_targets_and_no_legal_masks():
   _, env, net, params, prepared = _setup("puct", 0)
   cfg = _config(fraction=0.0)
   key = jax.random.PRNGKey(6)
-  batch = _sample(prepared, key, env)
-  assert reanalyse.refresh(params, prepared, batch, key, network=net, env=env, config=cfg) is batch
+  batch, starts = _sample(prepared, key, env)
+  refreshed = reanalyse.refresh(
+    params, prepared, batch, starts, key, network=net, env=env, config=cfg
+  )
+  assert refreshed is batch
   # The step's buffer keeps the legal moves only when reanalyse needs them.
   assert Learner(cfg).init(key).buffer.data.legal_action_mask is None
   mask = Learner(_config(fraction=0.5)).init(key).buffer.data.legal_action_mask
@@ -206,9 +228,9 @@ def test_same_key_same_targets_other_key_other_targets():
   _, a = _refresh(cfg, env, net, params, prepared, key)
   _, b = _refresh(cfg, env, net, params, prepared, key)
   np.testing.assert_array_equal(np.asarray(a.target_policy), np.asarray(b.target_policy))
-  batch = _sample(prepared, key, env)
+  batch, starts = _sample(prepared, key, env)
   other = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, config=cfg))(
-    params, prepared, batch, jax.random.PRNGKey(8)
+    params, prepared, batch, starts, jax.random.PRNGKey(8)
   )
   assert not np.array_equal(np.asarray(a.target_policy), np.asarray(other.target_policy))
 
@@ -218,8 +240,9 @@ def test_a_buffer_without_legal_masks_is_refused():
   data = prepared.buffer.data.replace(legal_action_mask=None)
   bare = prepared.replace(buffer=prepared.buffer.replace(data=data))
   key = jax.random.PRNGKey(9)
+  batch, starts = _sample(bare, key, env)
   with pytest.raises(ValueError, match="legal_mask=True"):
-    reanalyse.refresh(params, bare, _sample(bare, key, env), key, network=net, env=env, config=cfg)
+    reanalyse.refresh(params, bare, batch, starts, key, network=net, env=env, config=cfg)
 
 
 @pytest.mark.slow  # about 2 min of compilation; the exact tests above run in CI

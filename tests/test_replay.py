@@ -596,26 +596,42 @@ def test_a_lane_without_starts_is_reported():
   assert lane[2:4] == [1, 1] and i[2:4] == [2, 2]  # defined: lane lo, time floor(u L)
 
 
-def test_lane_blocks_give_the_same_batch():
-  """`blocks` only lays the gathers out: 1, 2 and 4 blocks of a random
-  4-lane buffer give the same batch, and it is `targets_at` of `sample_starts`."""
+def _lane_block(tree, start, size):
+  """Lanes `[start, start + size)` of a replay pytree: `[L, B, ...]` leaves
+  along axis 1, `[B]` counters along axis 0 (what a device holds)."""
+  take = lambda x: jax.lax.slice_in_dim(x, start, start + size, axis=0 if x.ndim == 1 else 1)
+  return jax.tree.map(take, tree)
+
+
+def test_shards_build_the_rows_of_the_same_batch():
+  """S shards of a random 4-lane buffer (S = 1, 2, 4), each sampling from its
+  own lanes alone, build the rows of the one batch; it is `targets_at` of
+  `sample_starts`, and every lane gives its share of the rows."""
   rng = np.random.default_rng(11)
   lanes = [_random_lane(rng, 12, 2) for _ in range(4)]
   buf = _buffer(lanes, 2, capacity=12)
   prepared = replay.prepare(buf, K=2, num_players=2, payoff="zero_sum")
   key = jax.random.PRNGKey(5)
   kw = dict(K=2, num_players=2, num_actions=A)
-  got = [
-    jax.device_get(replay.sample_prepared(prepared, key, 8, blocks=d, **kw)) for d in (1, 2, 4)
-  ]
-  i, lane, k_act = replay.sample_starts(prepared, key, 8)
-  assert np.bincount(np.asarray(lane), minlength=4).tolist() == [2, 2, 2, 2]
-  assert np.asarray(prepared.start_ok)[np.asarray(i), np.asarray(lane)].all()
-  want = jax.device_get(replay.targets_at(prepared, i, lane, k_act, **kw))
-  for g in got:
-    jax.tree.map(np.testing.assert_array_equal, g, want)
-  with pytest.raises(ValueError, match="blocks=3 must divide the lanes"):
-    replay.sample_prepared(prepared, key, 8, blocks=3, **kw)
+  starts = replay.sample_starts(prepared, key, 8)
+  assert np.bincount(np.asarray(starts.lane), minlength=4).tolist() == [2, 2, 2, 2]
+  assert np.asarray(prepared.start_ok)[np.asarray(starts.i), np.asarray(starts.lane)].all()
+  want = jax.device_get(replay.targets_at(prepared, starts, batch_size=8, **kw))
+  for shards in (1, 2, 4):
+    size = 4 // shards
+    parts = [
+      replay.sample_prepared(
+        _lane_block(prepared, d * size, size), key, 8, shard=d, num_shards=shards, **kw
+      )
+      for d in range(shards)
+    ]
+    got = jax.tree.map(lambda *xs: np.concatenate(xs), *jax.device_get(parts))
+    jax.tree.map(np.testing.assert_array_equal, got, want)
+    for d in range(shards):
+      block = _lane_block(prepared, d * size, size)
+      assert bool(replay.starts_everywhere(block.start_ok, 8, shard=d, num_shards=shards))
+  with pytest.raises(ValueError, match="does not split over 3 shards"):
+    replay.sample_prepared(prepared, key, 8, shard=0, num_shards=3, **kw)
 
 
 @pytest.mark.slow

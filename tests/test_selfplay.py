@@ -65,6 +65,7 @@ def _play(env, network, params, search_at_chance):
   buf = replay.init_buffer(replay.example_transition(env), cap, B)
   lanes = [[] for _ in range(B)]
   totals = None
+  search_slots = 0  # valid records in the slots of the search's move
   key = jax.random.PRNGKey(2)
   for _ in range(CHUNKS):
     key, k = jax.random.split(key)
@@ -72,11 +73,13 @@ def _play(env, network, params, search_at_chance):
     buf = add(buf, records)
     totals = stats if totals is None else jax.tree.map(jnp.add, totals, stats)
     rec = jax.device_get(records)
+    slots = 1 if search_at_chance else env.chance_run + 1
+    search_slots += int(rec.valid[slots - 1 :: slots].sum())
     for t in range(rec.valid.shape[0]):
       for b in range(B):
         if rec.valid[t, b]:
           lanes[b].append({f: np.asarray(getattr(rec, f)[t, b]) for f in FIELDS})
-  return lanes, buf, jax.device_get(totals), jax.device_get(actor)
+  return lanes, buf, jax.device_get(totals), jax.device_get(actor), search_slots
 
 
 # Both bounds prove the same property; 3 compiles longer (slow-marked).
@@ -89,17 +92,20 @@ def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run)
   assert env.chance_run == chance_run
   network = Network(env, NetworkConfig(kind="mlp", hidden=(16,), latent_dim=8))
   params = network.init(jax.random.PRNGKey(0))
-  old, old_buf, old_stats, old_actor = _play(env, network, params, True)
-  new, new_buf, new_stats, new_actor = _play(env, network, params, False)
+  old, old_buf, old_stats, old_actor, _ = _play(env, network, params, True)
+  new, new_buf, new_stats, new_actor, moves = _play(env, network, params, False)
 
   # The old path: one search per transition, T per lane per chunk.
   assert int(old_stats.searches) == int(old_stats.transitions) == B * T * CHUNKS
   assert all(len(lane) == T * CHUNKS for lane in old)
-  # The new path: B * T transitions per chunk over time (quota and surplus),
-  # and a search per decision except where a chance run outlasts chance_run.
+  # The new path: T transitions per lane per chunk over time (each lane's
+  # quota and surplus), and a move from the search at each decision, except
+  # where a chance run outlasts chance_run.
   total = int(new_stats.transitions)
-  assert total - B * T * CHUNKS == int(new_actor.surplus)
-  assert 0 <= int(new_actor.surplus) < B * (chance_run + 1)
+  surplus = np.asarray(new_actor.surplus)
+  for b in range(B):
+    assert len(new[b]) == T * CHUNKS + surplus[b]
+    assert 0 <= surplus[b] <= chance_run
   assert sum(len(lane) for lane in new) == total
   # add(drop_invalid=True) packs each lane: no padding inside a lane (it would
   # end the lane's data there and cut the targets).
@@ -109,12 +115,12 @@ def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run)
   assert count.sum() == total
   assert int(new_stats.searches) < int(old_stats.searches) * 0.6
   long_runs = 0
-  for lane in new:  # chance runs longer than chance_run, each costs a search
+  for lane in new:  # chance runs longer than chance_run, each takes a search's slot
     run = 0
     for s in lane:
       run = run + 1 if s["player"] < 0 else 0
       long_runs += run > chance_run
-  assert int(new_stats.searches) - int(new_stats.decision_steps) == long_runs
+  assert moves == int(new_stats.decision_steps) + long_runs
   if chance_run == 1:
     assert long_runs > 0, "the fallback was not exercised"
 
@@ -148,12 +154,16 @@ def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run)
       if complete:
         np.testing.assert_array_equal(p_old.values[t, b], p_new.values[t, b])
   assert len(i_list) > 50
-  i, lane = jnp.asarray(i_list), jnp.asarray(lane_list)
+  starts = replay.Starts(
+    i=jnp.asarray(i_list),
+    lane=jnp.asarray(lane_list),
+    row=jnp.arange(len(i_list)),
+    key=jax.random.PRNGKey(3),
+  )
   at = functools.partial(
     replay.targets_at,
-    i=i,
-    lane=lane,
-    key=jax.random.PRNGKey(3),
+    starts=starts,
+    batch_size=len(i_list),
     K=K,
     num_players=2,
     num_actions=env.num_actions,

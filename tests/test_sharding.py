@@ -183,22 +183,25 @@ import json, re, sys
 from anakin_mz import host
 host.configure(2)
 from anakin_mz import config as config_lib
-from anakin_mz.anakin import Learner
-learner = Learner(config_lib.load("configs/catch.yaml", sys.argv[1:]))
+from anakin_mz.agents import make_learner
+learner = make_learner(config_lib.load("configs/catch.yaml", sys.argv[1:]))
 hlo = learner.jit_step.lower(learner.abstract_state()).compile().as_text()
-gathers = re.findall(r"= ([a-z0-9]+)\[([0-9,]*)\]\S* all-gather(?:-start)?\(", hlo)
-print(json.dumps([[t, [int(d) for d in dims.split(",") if d]] for t, dims in gathers]))
+kinds = "all-gather|all-to-all|collective-permute|reduce-scatter|all-reduce|collective-broadcast"
+ops = re.findall(rf"= ([a-z0-9]+)\[([0-9,]*)\]\S* ({kinds})(?:-start)?\(", hlo)
+print(json.dumps([[kind, [int(d) for d in dims.split(",") if d]] for _, dims, kind in ops]))
 """
 
 
-def test_two_devices_gather_no_lanes_from_each_other():
-  """Each device plays, stores, prepares and samples its own lanes: the
-  compiled 2-device step all-gathers nothing bigger than one number per lane
-  (the lanes' start counts). A lane-indexed gather or scatter on the buffer,
-  the chunk, the batch or a batched search would all-gather `[..., lanes, ...]`
-  arrays here (30 of them before the replay and the search went per lane)."""
+@pytest.mark.parametrize("agent", ["ndmz", "tdlambda"])
+def test_two_devices_share_only_reductions(agent):
+  """Each device plays, searches, stores, prepares and samples its own lanes
+  (`shard_map`): the compiled 2-device step has no all-gather, all-to-all,
+  permute or scatter of anything (no lane or batch row crosses devices),
+  only all-reduces (the gradient and loss means, the self-play counts and
+  the readiness check). The jit-sharded step before it all-gathered lane
+  counts and kept the devices in lock-step."""
   proc = subprocess.run(
-    [sys.executable, "-c", COLLECTIVES, *TINY],
+    [sys.executable, "-c", COLLECTIVES, *TINY, f"agent={agent}"],
     cwd=ROOT,
     env=_env(),
     capture_output=True,
@@ -206,10 +209,9 @@ def test_two_devices_gather_no_lanes_from_each_other():
     timeout=900,
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
-  gathers = json.loads(proc.stdout.strip().splitlines()[-1])
-  lanes = 8  # TINY's num_envs
-  big = [g for g in gathers if int(np.prod(g[1])) > lanes]
-  assert big == [], f"all-gathers of more than one number per lane: {big}"
+  ops = json.loads(proc.stdout.strip().splitlines()[-1])
+  kinds = {kind for kind, _ in ops}
+  assert kinds == {"all-reduce"}, f"collectives other than all-reduce: {ops}"
 
 
 def test_sizes_must_divide_over_the_devices():

@@ -228,9 +228,10 @@ def test_decision_unroll_pairs_each_move_with_the_chance_run_after_it():
   dp = replay_lib.prepare_decisions(prepared, K=2)
   # Decisions whose next two decisions are known, or whose game ends first.
   np.testing.assert_array_equal(np.nonzero(np.asarray(dp.start_ok[:, 0]))[0], [1, 3, 6])
-  b = replay_lib.decisions_at(
-    dp, jnp.array([1, 3]), jnp.array([0, 0]), jax.random.PRNGKey(0), K=2, num_actions=A
+  starts = replay_lib.Starts(
+    i=jnp.array([1, 3]), lane=jnp.array([0, 0]), row=jnp.arange(2), key=jax.random.PRNGKey(0)
   )
+  b = replay_lib.decisions_at(dp, starts, batch_size=2, K=2, num_actions=A)
   np.testing.assert_array_equal(b.observation[:, 0], [1, 3])
   np.testing.assert_array_equal(b.actions[0], [2, 1])
   assert int(b.actions[1, 0]) == 1 and 0 <= int(b.actions[1, 1]) < A  # past the end: random
