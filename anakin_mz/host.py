@@ -2,16 +2,16 @@
 and, where a multi-process environment is present, `jax.distributed`.
 
 CPU. JAX's default is one device whose XLA thread pool spans every core.
-Measured on this 2-core machine with a quiet host (Nannon's default config,
-`Learner.jit_step`, `python scripts/benchmark_devices.py --env nannon
---devices 1 2 --repeats 5 --rounds 2`, 2026-11-24): one device on both cores
-made 1.09x the updates/s of one device pinned to one core; two forced host
-devices made 0.87x. Each device then keeps to its own lanes (no all-gather
-of the buffer, the batch or the search), but a half batch and a half search
-are too small to pay for the synchronization between the device threads
-(README, "Device scaling"). So on CPU `--devices auto` is one device, and
-`--devices N` forces N host devices (for tests, or for hosts where they pay
-off: `scripts/benchmark_devices.py` measures it).
+The Anakin step is device-local (`mesh.py`): each device plays, searches
+and samples its own lanes and the devices share only reductions, so one
+forced host device per core lets the cores work side by side, where one
+device's thread pool parallelises only inside each small kernel. On this
+2-core machine two forced devices ran the Nannon step faster than one device
+on both cores and than one device pinned to one core
+(`scripts/benchmark_devices.py`; the figures are in the README). So on CPU
+`--devices auto` is one device per usable core (the largest such count that
+divides the run's global sizes, `auto_devices`), and `--devices N` forces N
+host devices.
 
 `num_envs` and `batch_size` are global: N devices split the same lanes and
 the same batch N ways, and the run is the same as on one device (to float
@@ -46,7 +46,7 @@ writes TensorBoard and the progress bar.
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import jax
 
@@ -59,15 +59,25 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def parse_devices(text: Union[str, int]) -> int:
-  """`"auto"` -> 1 (one CPU device on every usable core, the fastest
-  measured; see the module doc); a positive integer -> itself.
+def auto_devices(divides: Sequence[int] = ()) -> int:
+  """`--devices auto` on CPU: one device per usable core, or the largest
+  count below that divides every number of `divides` (the run's global
+  lanes, batch rows and reanalysed rows), at least 1."""
+  cores = usable_cores()
+  for n in range(cores, 0, -1):
+    if all(d % n == 0 for d in divides):
+      return n
+  return 1
+
+
+def parse_devices(text: Union[str, int], divides: Sequence[int] = ()) -> int:
+  """`"auto"` -> `auto_devices(divides)`; a positive integer -> itself.
 
   Raises:
     ValueError: anything else.
   """
   if text == "auto":
-    return 1
+    return auto_devices(divides)
   try:
     n = int(text)
   except (TypeError, ValueError):
@@ -121,18 +131,19 @@ def initialize_distributed() -> Optional[str]:
   return f"process {jax.process_index()} of {jax.process_count()} ({env})"
 
 
-def configure(devices: Union[str, int] = "auto") -> str:
+def configure(devices: Union[str, int] = "auto", divides: Sequence[int] = ()) -> str:
   """Sets the number of CPU devices (per process) and joins a multi-process
   run where one is set up (`initialize_distributed`); call before any JAX
-  computation.
+  computation. `divides`: the run's global sizes that `auto` must divide.
 
-  Returns a one-line description of the devices the run will use.
+  Returns a one-line description of the devices the run will use, and why
+  for `auto`.
 
   Raises:
     ValueError: a bad `devices` value, or JAX already started its backend
       (the count can no longer change).
   """
-  n = parse_devices(devices)
+  n = parse_devices(devices, divides)
   try:
     jax.config.update("jax_num_cpu_devices", n)
   except RuntimeError as e:
@@ -141,7 +152,11 @@ def configure(devices: Union[str, int] = "auto") -> str:
   local = jax.local_devices()
   kind = local[0].platform
   if kind == "cpu":
-    line = f"{len(local)} CPU device(s) on {usable_cores()} usable core(s) (--devices N to change)"
+    line = f"{len(local)} CPU device(s) on {usable_cores()} usable core(s)"
+    if devices == "auto":
+      line += " (--devices auto: one device per core, the fastest measured; --devices N to change)"
+    else:
+      line += " (--devices auto: one per core)"
   else:
     line = f"{len(local)} {kind.upper()} device(s): {local[0].device_kind}"
   if process is not None:

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import statistics
 import time
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import jax
 import numpy as np
 
 from anakin_mz import replay as replay_lib
+from anakin_mz import scaling
 from anakin_mz.anakin import Learner, TrainState
 from anakin_mz.config import Config
 from anakin_mz.act import search_policy
@@ -125,8 +127,9 @@ class _Subject:
         num_actions=env.num_actions,
       )
     )
-    self.update = jax.jit(
-      lambda params, opt, key, prepared: learner._update((params, opt), key, prepared=prepared)
+    self.update = _on_mesh(
+      learner,
+      lambda params, opt, key, prepared: learner._update((params, opt), key, prepared=prepared),
     )
     # Inputs of the pieces, from the warmed state.
     key = jax.random.PRNGKey(seed + 1)
@@ -156,6 +159,16 @@ class _Subject:
       }
     )
     return metrics
+
+
+def _on_mesh(learner: Learner, fn):
+  """`fn`, a piece of the device-local step (it may use the mesh's
+  collectives), jitted on the learner's mesh with every input and output
+  replicated: the pieces are timed on a one-device mesh."""
+  specs = jax.sharding.PartitionSpec()
+  return jax.jit(
+    jax.shard_map(fn, mesh=learner.mesh, in_specs=specs, out_specs=specs, check_vma=False)
+  )
 
 
 def _rollout(params, actor, key, *, learner: Learner, temperature):
@@ -288,3 +301,195 @@ def time_step(config: Config, *, repeats: int = 8, warmup: int = 3) -> float:
     jax.block_until_ready(state)
     times.append(time.perf_counter() - t0)
   return float(np.median(times))
+
+
+# Instructions that launch no kernel of their own.
+_FREE_OPS = frozenset(
+  {
+    "parameter",
+    "constant",
+    "get-tuple-element",
+    "tuple",
+    "bitcast",
+    "after-all",
+    "partition-id",
+    "replica-id",
+    "opt-barrier",
+  }
+)
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%\S+\s*=\s*.*?\s([a-z][a-z0-9\-]*)\((.*)$")
+
+
+def _computations(hlo: str) -> Tuple[Dict[str, List[str]], str]:
+  """The instruction lines of each computation of a compiled HLO module's
+  text, and the entry computation's name."""
+  comps: Dict[str, List[str]] = {}
+  entry, name = "", None
+  for line in hlo.splitlines():
+    head = re.match(r"^(ENTRY\s+)?%(\S+)\s.*\{\s*$", line)
+    if head:
+      name = head.group(2)
+      comps[name] = []
+      if head.group(1):
+        entry = name
+    elif line.startswith("}"):
+      name = None
+    elif name is not None:
+      comps[name].append(line)
+  return comps, entry
+
+
+@dataclasses.dataclass(frozen=True)
+class SequentialOps:
+  """What `sequential_ops` counted.
+
+  Attributes:
+    total: kernels one call runs in sequence (loop bodies times trips).
+    unknown_loops: while loops whose trip count XLA does not know (their
+      count is an estimate: see `sequential_ops`).
+  """
+
+  total: int
+  unknown_loops: int
+
+
+def sequential_ops(hlo: str, outer_trips: int = 1) -> SequentialOps:
+  """The number of kernels a compiled program (`jax.jit(f).lower(...)
+  .compile().as_text()`) runs one after another: every instruction that
+  launches work counts 1 (a fusion is one kernel, whatever it fuses), a
+  `call` counts its computation, a `conditional` its largest branch, and a
+  `while` (body + condition) times its trip count. On an accelerator each
+  kernel costs a launch latency whatever its size, so this is the step's
+  latency floor there.
+
+  XLA knows the trip count of `fori_loop`s and `scan`s (the search's
+  simulations, the updates); a `while_loop` with a data-dependent stop has
+  none. The largest such loop, the self-play rollout's, counts
+  `outer_trips` iterations (the caller measures them); the others (a
+  game's rare long chance runs) count one.
+  """
+  comps, entry = _computations(hlo)
+  cache: Dict[str, int] = {}
+  unknown: List[Tuple[int, str]] = []
+
+  def size(name: str) -> int:
+    if name in cache:
+      return cache[name]
+    total = 0
+    for line in comps.get(name, []):
+      m = _INSTRUCTION.match(line)
+      if not m:
+        continue
+      op, rest = m.group(1), m.group(2)
+      if op in _FREE_OPS:
+        continue
+      if op == "while":
+        body = re.search(r"body=%([^\s,]+)", rest).group(1)
+        cond = re.search(r"condition=%([^\s,]+)", rest).group(1)
+        inner = size(body) + size(cond)
+        trips = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', rest)
+        if trips:
+          total += int(trips.group(1)) * inner
+        else:
+          unknown.append((inner, line))
+          total += inner  # one trip; the rollout's gets the rest below
+      elif op == "call":
+        total += size(re.search(r"to_apply=%([^\s,]+)", rest).group(1))
+      elif op == "conditional":
+        branches = re.search(r"branch_computations=\{([^}]*)\}", rest)
+        if branches:
+          names = [b.strip().lstrip("%") for b in branches.group(1).split(",")]
+        else:
+          names = re.findall(r"(?:true|false)_computation=%([^\s,]+)", rest)
+        total += 1 + max(size(b) for b in names)
+      else:
+        total += 1
+    cache[name] = total
+    return total
+
+  total = size(entry)
+  if unknown:
+    total += (outer_trips - 1) * max(inner for inner, _ in unknown)
+  return SequentialOps(total=total, unknown_loops=len(unknown))
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleRow:
+  """One setting of `scale_rows` (JSON-ready with `dataclasses.asdict`).
+
+  Attributes:
+    lanes: self-play lanes (global); devices: the mesh's devices.
+    batch_size: the scaled batch (`scaling.scale`).
+    env_steps_per_s, updates_per_s: medians over the timed steps.
+    step_s: median seconds of one Anakin step.
+    iterations: rollout iterations per step (searches / lanes, measured).
+    sequential_ops: kernels one step runs in sequence (`sequential_ops`).
+    unknown_loops: loops in it without a known trip count.
+  """
+
+  lanes: int
+  devices: int
+  batch_size: int
+  env_steps_per_s: float
+  updates_per_s: float
+  step_s: float
+  iterations: float
+  sequential_ops: int
+  unknown_loops: int
+
+
+def scale_rows(
+  config: Config,
+  lanes: Sequence[int],
+  *,
+  repeats: int = 3,
+  warmup: int = 2,
+  log: Callable[[str], None] = lambda _: None,
+) -> List[ScaleRow]:
+  """Times one Anakin step of `config` resized to each number of `lanes`
+  (`scaling.scale`) on every device: compiled once each, warmed up, then
+  timed round-robin (one step of each setting in turn, `repeats` rounds, so
+  a change of machine load hits all settings alike); medians."""
+  subjects = []
+  for n in lanes:
+    cfg = scaling.scale(config, n)
+    learner = Learner(cfg)
+    state = learner.init_sharded(cfg.seed)
+    t0 = time.perf_counter()
+    step = learner.jit_step.lower(state).compile()
+    log(f"{n} lanes: compiled in {time.perf_counter() - t0:.0f} s")
+    searches = []
+    for _ in range(warmup):
+      state, metrics = step(state)
+      searches.append(float(metrics["searches"]))
+    jax.block_until_ready(state)
+    subjects.append([n, cfg, learner, step, state, searches, []])
+  for r in range(repeats):
+    for subject in subjects:
+      n, _, learner, step, state, searches, times = subject
+      t0 = time.perf_counter()
+      state, metrics = step(state)
+      jax.block_until_ready(state)
+      times.append(time.perf_counter() - t0)
+      searches.append(float(metrics["searches"]))
+      subject[4] = state
+      log(f"round {r + 1}: {n} lanes {times[-1]:.2f} s")
+  rows = []
+  for n, cfg, learner, step, _, searches, times in subjects:
+    dt = statistics.median(times)
+    iterations = statistics.median(searches) / n
+    ops = sequential_ops(step.as_text(), outer_trips=round(iterations))
+    rows.append(
+      ScaleRow(
+        lanes=n,
+        devices=learner.num_devices,
+        batch_size=cfg.train.batch_size,
+        env_steps_per_s=learner.transitions_per_chunk / dt,
+        updates_per_s=learner.updates_per_chunk / dt,
+        step_s=dt,
+        iterations=iterations,
+        sequential_ops=ops.total,
+        unknown_loops=ops.unknown_loops,
+      )
+    )
+  return rows

@@ -1,0 +1,129 @@
+"""Sizing runs to the hardware (`anakin_mz.scaling`), the kernel-chain count
+of a compiled step (`profiling.sequential_ops`), `--devices auto`
+(`host.auto_devices`) and scripts/benchmark_scale.py."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+import tiny
+
+from anakin_mz import host, scaling
+from anakin_mz.profiling import sequential_ops
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+def test_scale_keeps_updates_per_step_and_replay_ratio():
+  cfg = tiny.tiny_config("nannon")
+  tc = cfg.train
+  big = scaling.scale(cfg, tc.num_envs * 16)
+  bt = big.train
+  assert bt.num_envs == tc.num_envs * 16 and bt.batch_size == tc.batch_size * 16
+  transitions = lambda t: t.rollout_length * t.num_envs
+  assert bt.updates_per_chunk(transitions(bt)) == tc.updates_per_chunk(transitions(tc))
+  assert (bt.rollout_length, bt.replay_capacity, bt.replay_ratio) == (
+    tc.rollout_length,
+    tc.replay_capacity,
+    tc.replay_ratio,
+  )
+  # sqrt of the batch's growth, capped at 4x.
+  assert bt.learning_rate == pytest.approx(tc.learning_rate * 4.0)
+  assert scaling.scale(cfg, tc.num_envs * 4).train.learning_rate == pytest.approx(
+    tc.learning_rate * 2.0
+  )
+  assert scaling.scale(cfg, tc.num_envs) == cfg
+  odd = tiny.tiny_config("nannon", "train.batch_size=6")  # 4 lanes, 6 rows
+  assert scaling.scale(odd, 2).train.batch_size == 3
+  with pytest.raises(ValueError, match="3 lanes give a batch of 4.5 rows"):
+    scaling.scale(odd, 3)
+  with pytest.raises(ValueError, match="lanes must be >= 1"):
+    scaling.scale(cfg, 0)
+
+
+def test_presets():
+  cfg = tiny.tiny_config("nannon")
+  assert scaling.preset(cfg, "cpu", 8) == cfg
+  acc = scaling.preset(cfg, "accelerator", 2)
+  assert acc.train.num_envs == 2048 and acc.train.batch_size == 4096
+  with pytest.raises(ValueError, match="unknown preset 'gpu'; presets: cpu, accelerator"):
+    scaling.preset(cfg, "gpu", 1)
+
+
+def test_auto_devices_divide_the_sizes(monkeypatch):
+  monkeypatch.setattr(host, "usable_cores", lambda: 8)
+  assert host.auto_devices() == 8
+  assert host.auto_devices([64, 256]) == 8
+  assert host.auto_devices([12, 24]) == 6
+  assert host.auto_devices([7]) == 7
+  assert host.auto_devices([9, 256]) == 1
+  assert host.parse_devices("auto", [12]) == 6
+  assert host.parse_devices("3", [12]) == 3
+
+
+def _ops(fn, *args, **kw):
+  return sequential_ops(jax.jit(fn).lower(*args).compile().as_text(), **kw)
+
+
+def test_sequential_ops_count_loop_bodies_times_trips():
+  x = jnp.ones(3)
+
+  def fori(n):
+    return lambda x: jax.lax.fori_loop(0, n, lambda i, y: jnp.sin(y) * 2 + i, x)
+
+  # Known trip counts: the count grows by the body's size per trip.
+  a, b, c = (_ops(fori(n), x) for n in (5, 10, 20))
+  assert a.unknown_loops == b.unknown_loops == c.unknown_loops == 0
+  per_trip = (b.total - a.total) / 5
+  assert per_trip >= 1 and c.total - b.total == 10 * per_trip
+
+  # A data-dependent while loop: one trip unless the caller says more.
+  def while_(y):
+    return jax.lax.while_loop(lambda z: z.sum() < 100, lambda z: z * 2 + jnp.cos(z), y)
+
+  one, four = _ops(while_, x), _ops(while_, x, outer_trips=4)
+  assert one.unknown_loops == four.unknown_loops == 1
+  body = (four.total - one.total) / 3
+  assert body >= 1 and _ops(while_, x, outer_trips=7).total == one.total + 6 * body
+
+
+def test_benchmark_scale_writes_rows(tmp_path):
+  out = tmp_path / "scale.json"
+  proc = subprocess.run(
+    [
+      sys.executable,
+      os.path.join(ROOT, "scripts", "benchmark_scale.py"),
+      "--env=catch",
+      "--lanes",
+      "4",
+      "8",
+      "--repeats=1",
+      f"--json={out}",
+      *tiny.TINY,
+    ],
+    capture_output=True,
+    text=True,
+    timeout=900,
+    cwd=ROOT,
+  )
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  rows = json.loads(out.read_text())
+  assert [r["lanes"] for r in rows] == [4, 8] and [r["batch_size"] for r in rows] == [8, 16]
+  for r in rows:
+    assert r["devices"] == 1 and r["env_steps_per_s"] > 0 and r["updates_per_s"] > 0
+    assert r["sequential_ops"] > 100 and r["iterations"] >= 1
+  assert "env steps/s" in proc.stdout and "seq ops" in proc.stdout
+
+
+def test_benchmark_scale_bad_lanes_is_a_clear_error():
+  # Catch's config: 32 lanes, batch 128; 3 lanes would be 12 rows, 5 lanes 20, but
+  # batch 100 over 32 lanes makes 3 lanes 9.375 rows.
+  script = os.path.join(ROOT, "scripts", "benchmark_scale.py")
+  args = [sys.executable, script, "--env=catch", "train.batch_size=100", "--lanes", "3"]
+  proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert "error: 3 lanes give a batch of 9.375 rows" in proc.stderr, proc.stderr
