@@ -38,13 +38,9 @@ TINY = [
 def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=None):
   """Saves a fresh TrainState of a tiny config at `steps`. With
   `state_overrides` the arrays come from another config (a mismatch)."""
-  cfg = config_lib.load(os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(overrides))
+  cfg = config_lib.load(env_name, TINY + list(overrides))
   arrays_cfg = (
-    cfg
-    if state_overrides is None
-    else config_lib.load(
-      os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(state_overrides)
-    )
+    cfg if state_overrides is None else config_lib.load(env_name, TINY + list(state_overrides))
   )
   learner = Learner(arrays_cfg)
   for step in steps:
