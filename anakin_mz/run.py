@@ -1,6 +1,6 @@
 """The training run loop, written once: budget, progress bar, TensorBoard,
 periodic evaluation, Orbax checkpoints, resume, signals and the NaN guard.
-`scripts/train.py` is a thin command line over `train`.
+`anakin-mz train` (`anakin_mz.cli.train`) is a thin command line over `train`.
 
 How a run ends:
 * the update budget or `--minutes` is reached: the final state is saved
@@ -10,10 +10,13 @@ How a run ends:
   the current Anakin step finishes, the state is saved, and `train` returns
   normally with `RunResult.stopped_by` naming the signal. A second SIGINT
   interrupts at once (`KeyboardInterrupt`), still saving the last complete
-  step. `--resume` continues exactly;
+  step. `--resume` continues exactly, from the newest checkpoint that reads
+  back (a corrupt newer one is skipped with a warning line);
 * a non-finite loss term, gradient norm or parameter: `NonFiniteError`. The
   bad chunk was not applied and nothing is saved after it, so the last
-  periodic checkpoint is the last good state.
+  periodic checkpoint is the last good state;
+* a save fails (a full disk): `checkpoint.CheckpointError`, a ValueError;
+  the checkpoints saved before it are intact.
 """
 
 from __future__ import annotations
@@ -208,21 +211,24 @@ def train(
       f"{list(saved)}); pass --resume to continue, or another --logdir"
     )
   if resume and saved:
-    meta = ckpt.load_metadata(checkpoint_dir)
-    ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
-    try:  # a config saved in an older layout compares in today's
-      saved = config_lib.from_dict(meta["config"]).to_dict()
-    except ValueError:
-      saved = meta["config"]
-    diffs = _config_diff(config.to_dict(), saved)
-    if diffs:
-      raise ValueError(
-        f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
-      )
-    ckpt.check_resumable(meta, checkpoint_dir)
+
+    def check(meta):
+      ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
+      try:  # a config saved in an older layout compares in today's
+        saved_config = config_lib.from_dict(meta["config"]).to_dict()
+      except ValueError:
+        saved_config = meta["config"]
+      diffs = _config_diff(config.to_dict(), saved_config)
+      if diffs:
+        raise ValueError(
+          f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
+        )
+      ckpt.check_resumable(meta, checkpoint_dir)
+
     # The saved state is global: it restores onto this run's mesh, whatever
-    # the device count it was saved on.
-    state, _ = ckpt.restore(checkpoint_dir, learner.abstract_state())
+    # the device count it was saved on. A newest step that does not read
+    # back (a corrupt file) gives way to the newest one that does.
+    state, _ = ckpt.restore_latest_readable(checkpoint_dir, learner.abstract_state(), check)
 
   # Multi-process runs: every process steps and saves (its shards); process 0
   # alone logs and shows the progress bar.
