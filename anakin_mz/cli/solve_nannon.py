@@ -3,9 +3,13 @@
     anakin-mz solve-nannon --config 6-3-6
     anakin-mz solve-nannon --config 12-5-6            # cached after the first run
     anakin-mz solve-nannon --config 12-5-6 --no-cache # time a fresh solve
+    anakin-mz solve-nannon --config 12-6-6 --force    # beyond the time limit
 
-Prints the position count (eq. (2) of the NDMZ paper), the solve time (move
-tables + value iteration, JIT compilation included), the Bellman residual,
+First prints the position count (eq. (2) of the NDMZ paper) and the
+estimated time of the solve (`envs.nannon_solver.estimate`), and refuses a
+solve estimated to take longer than `MAX_ESTIMATED_SECONDS` (10 minutes)
+unless --force (a cached solution is read, not solved). Then the solve time
+(move tables + value iteration, JIT compilation included), the Bellman residual,
 the optimal-vs-optimal first-mover win probability and the optimal player's
 exact win rate against a uniformly random player (both seats, opening roll
 averaged), plus a simulated check of the latter with --games (the match loop
@@ -20,7 +24,6 @@ import sys
 import time
 
 import envs
-from envs import nannon
 from envs import nannon_solver as ns
 
 
@@ -37,6 +40,15 @@ def simulate(env, games: int, seed: int) -> dict:
     jax.random.PRNGKey(seed)
   )
   return stats.win_draw_loss(jax.device_get(result.score))["win"]
+
+
+def _duration(seconds: float) -> str:
+  """`seconds` as a rough duration: "40 s", "5.3 min", "49 h"."""
+  if seconds < 100:
+    return f"{seconds:.0f} s"
+  if seconds < 6000:
+    return f"{seconds / 60:.1f} min"
+  return f"{seconds / 3600:.0f} h"
 
 
 def main(argv=None, prog=None) -> int:
@@ -56,6 +68,11 @@ def main(argv=None, prog=None) -> int:
     "--games", type=int, default=0, help="also simulate this many optimal-vs-random games (even)"
   )
   parser.add_argument("--seed", type=int, default=0, help="seed of the simulated games")
+  parser.add_argument(
+    "--force",
+    action="store_true",
+    help=f"solve even if the estimate exceeds {ns.MAX_ESTIMATED_SECONDS / 60:g} minutes",
+  )
   args = parser.parse_args(argv)
   if args.games < 0 or args.games % 2:
     parser.error(f"--games must be an even number >= 0, got {args.games}")
@@ -68,8 +85,25 @@ def main(argv=None, prog=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
-  print(f"nannon {n}-{k}-{d}: {nannon.num_positions(n, k):,} positions", flush=True)
-  sol = ns.solve(env, tol=args.tol, refresh=args.no_cache)
+  cost = ns.estimate(n, k, d)
+  print(
+    f"nannon {n}-{k}-{d}: {cost.positions:,} positions; solve estimated at "
+    f"{_duration(cost.seconds)} on one core ({cost.sweeps} sweeps of {cost.entries:,} moves)",
+    flush=True,
+  )
+  solving = args.no_cache or not ns.is_cached(env)
+  if solving and cost.seconds > ns.MAX_ESTIMATED_SECONDS and not args.force:
+    print(
+      f"error: nannon {n}-{k}-{d} is estimated to take {_duration(cost.seconds)} to solve, "
+      f"beyond the limit of {_duration(ns.MAX_ESTIMATED_SECONDS)}; pass --force to solve it",
+      file=sys.stderr,
+    )
+    return 2
+  try:
+    sol = ns.solve(env, tol=args.tol, refresh=args.no_cache)
+  except ValueError as e:  # beyond what the solver handles (memory)
+    print(f"error: {e}", file=sys.stderr)
+    return 2
   where = " (from the cache; time of the run that wrote it)" if sol.from_cache else ""
   cpu = f" ({sol.cpu_seconds:.1f} s CPU)" if sol.cpu_seconds else ""
   print(
