@@ -14,15 +14,16 @@ This is a measurement, not a test.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
+
+from anakin_mz.cli import options
 
 BOTS = ("random", "greedy")
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--games", type=int, default=1000)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--bot", nargs="*", default=list(BOTS), choices=BOTS)
@@ -63,7 +64,3 @@ def main(argv=None, prog=None) -> int:
     "-1 per crash count). Thesis: MuZero 61.02 +- 15.54, humans about 80-90."
   )
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -25,7 +25,6 @@ one only `ndmz` is valid). Library: `anakin_mz.compare`.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -36,12 +35,7 @@ from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--env", help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides for every run")
@@ -127,7 +121,3 @@ def main(argv=None, prog=None) -> int:
   with open(os.path.join(args.out, "compare.md"), encoding="utf-8") as f:
     print(f.read())
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

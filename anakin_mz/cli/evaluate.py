@@ -23,21 +23,16 @@ the NDMZ paper's dynamics tests on random-play games. The library behind it is
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
 import envs
+from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument(
     "--checkpoint", default=None, help="checkpoint directory (<logdir>/checkpoints)"
   )
@@ -150,7 +145,3 @@ def main(argv=None, prog=None) -> int:
       json.dump({k: v for k, v in result.items() if k != "dynamics_table"}, f, indent=1)
     print(f"wrote {args.json}")
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -14,20 +14,15 @@ The library behind it is `anakin_mz.eval.play`.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable
 
 import envs
+from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--checkpoint", required=True)
   parser.add_argument("--step", type=int, default=None)
@@ -55,7 +50,3 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   except (EOFError, KeyboardInterrupt):
     print("\nbye")
     return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

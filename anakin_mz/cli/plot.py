@@ -34,17 +34,13 @@ predicted value, mover and phase (`anakin_mz.hidden_map`); written to --out
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument("runs", nargs="*", help="TensorBoard log directories")
   parser.add_argument("--out", default=None, help="output directory (--hidden-tsne: PNG path)")
   parser.add_argument("--hidden-tsne", metavar="CHECKPOINT", default=None)
@@ -94,7 +90,3 @@ def _hidden_tsne(args) -> int:
     return 2
   print(f"wrote {path}")
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -12,7 +12,6 @@ log chunk (env steps, wall-clock, mean return of the episodes that ended);
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -22,6 +21,7 @@ from typing import Optional, Sequence
 import jax
 
 import envs
+from anakin_mz.cli import options
 from anakin_mz.eval.report import parse_params
 from anakin_mz.ppo import PPOConfig, train
 
@@ -57,7 +57,7 @@ def _config(overrides: Sequence[str]) -> PPOConfig:
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> int:
-  parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--env", required=True, help="a registered single-player game")
   parser.add_argument("--param", action="append", default=[], help="game KEY=VALUE")
   parser.add_argument("--seed", type=int, default=0)
@@ -104,7 +104,3 @@ def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> in
     clean = [{k: None if v != v else v for k, v in row.items()} for row in history]
     print(json.dumps(dict(env=env.id, config=dataclasses.asdict(config), history=clean)))
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

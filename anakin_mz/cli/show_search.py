@@ -24,17 +24,13 @@ The library behind it is `anakin_mz.eval.search_tree`.
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--checkpoint", required=True)
   parser.add_argument("--step", type=int, default=None)
   parser.add_argument(
@@ -69,7 +65,3 @@ def main(argv=None, prog=None) -> int:
     return 2
   print(f"\nwrote {args.svg}")
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -18,13 +18,13 @@ of `anakin_mz.eval.match`).
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
 
 import envs
 from envs import nannon_solver as ns
+from anakin_mz.cli import options
 
 
 def simulate(env, games: int, seed: int) -> dict:
@@ -52,7 +52,7 @@ def _duration(seconds: float) -> str:
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+  parser = options.parser(__doc__, prog)
   parser.add_argument(
     "--config", default="6-3-6", help="points-checkers-die_sides, e.g. 6-3-6 or 12-5-6"
   )
@@ -131,7 +131,3 @@ def main(argv=None, prog=None) -> int:
       f"{win['rate']:.4f} [{win['low']:.4f}, {win['high']:.4f}] (95% Wilson)"
     )
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -14,20 +14,15 @@ The library behind it is `anakin_mz.strength`.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from anakin_mz import host
+from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument(
     "--bar-file",
     default=None,
@@ -92,7 +87,3 @@ def main(argv=None, prog=None) -> int:
       f.write("# Strength against the published bars\n\n" + table)
     print(f"wrote {args.out}")
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -15,18 +15,14 @@ zero-sum games only. The library behind it is `anakin_mz.eval.tournament`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from anakin_mz.cli import options
+
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument(
     "--checkpoint",
     action="append",
@@ -84,7 +80,3 @@ def main(argv=None, prog=None) -> int:
       json.dump(tournament.as_dict(t), f, indent=1)
     print(f"wrote {args.json}")
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -31,7 +31,6 @@ keeping the last good checkpoint and writing nothing non-finite.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -43,12 +42,7 @@ from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
-  parser = argparse.ArgumentParser(
-    prog=prog,
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
+  parser = options.parser(__doc__, prog)
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
@@ -129,7 +123,3 @@ def main(argv=None, prog=None) -> int:
       f"with --resume (logdir {logdir})"
     )
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())
