@@ -10,7 +10,9 @@ import jax
 import pytest
 import tiny
 
+import envs
 from anakin_mz import checkpoint as ckpt
+from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TRAIN = os.path.join(ROOT, "scripts", "train.py")
@@ -83,6 +85,17 @@ def test_an_adapted_game_trains_from_its_kinds_config(tmp_path):
   config = ckpt.load_metadata(directory)["config"]
   assert config["env"]["name"] == "pgx-tic_tac_toe" and config["network"]["kind"] == "conv"
   assert config["search"]["dirichlet_legal_only"] is True  # the two-player base's
+
+
+@pytest.mark.slow  # a compilation per game: minutes on a 2-core CPU
+@pytest.mark.parametrize("name", [n for n in envs.registered() if n not in config_lib.shipped()])
+def test_every_game_without_a_config_trains_from_its_kinds(name, tmp_path):
+  from anakin_mz import run
+
+  tiny_sizes = [o for o in tiny.TINY if not o.startswith("network.kind")]
+  cfg, _, _ = config_lib.load_for_env(name, None, tiny_sizes + ["network.conv_channels=[4]"])
+  result = run.train(cfg, logdir=str(tmp_path), max_updates=1, progress=False)
+  assert result.saved_step == int(result.state.update_step) >= 1
 
 
 def test_unwritable_logdir(tmp_path):
