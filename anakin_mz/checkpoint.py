@@ -20,13 +20,22 @@ state with a leading device axis: their params still load for evaluation
 Restoring checks the metadata against what the caller expects, and that
 every floating-point array is finite, and raises a `CheckpointError` (a
 ValueError) that names the path, never silently falling back to fresh
-weights.
+weights. Resuming (`restore_latest_readable`) alone falls back, to the newest
+step that reads back whole, with one warning line.
+
+A save writes into a temporary directory that Orbax renames when complete,
+so a save that fails part-way (a full disk) leaves the steps saved before it
+as they were: `save` removes the partial step and raises a CheckpointError
+that says so.
 """
 
 from __future__ import annotations
 
+import glob
 import os
-from typing import Dict, List, Optional, Tuple
+import shutil
+import sys
+from typing import Callable, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -68,7 +77,11 @@ def check_resumable(meta: Dict[str, object], directory: str) -> None:
 
 def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3) -> ocp.CheckpointManager:
   directory = os.path.abspath(directory)
-  options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=create)
+  # Synchronous: `save` blocks anyway, and a failed save then has no
+  # background thread still writing when its partial step is removed.
+  options = ocp.CheckpointManagerOptions(
+    max_to_keep=max_to_keep, create=create, enable_async_checkpointing=False
+  )
   return ocp.CheckpointManager(directory, options=options, item_names=("state", "meta"))
 
 
@@ -98,12 +111,28 @@ def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
     mngr = _manager(directory, create=True)
   except OSError as e:
     raise CheckpointError(f"cannot write checkpoints to {directory!r}: {e}") from None
-  mngr.save(
-    step,
-    args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)),
-    force=True,
-  )
-  mngr.wait_until_finished()
+  try:
+    mngr.save(
+      step,
+      args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)),
+      force=True,
+    )
+    mngr.wait_until_finished()
+  except Exception as e:  # OSError (a full disk), or what Orbax and TensorStore wrap it in
+    try:
+      mngr.close()
+    except Exception:  # the failed save's threads may fail again: the error is above
+      pass
+    for partial in glob.glob(
+      os.path.join(os.path.abspath(directory), f"{step}.orbax-checkpoint-tmp*")
+    ):
+      shutil.rmtree(partial, ignore_errors=True)
+    earlier = [s for s in steps(directory) if s != step]
+    kept = f"steps {', '.join(map(str, earlier))} are intact" if earlier else "no step was saved"
+    raise CheckpointError(
+      f"cannot save step {step} to {directory!r}: {type(e).__name__}: {e}; "
+      f"the checkpoints saved before it are untouched ({kept})"
+    ) from None
   mngr.close()
 
 
@@ -208,6 +237,60 @@ def restore(
       "run; use an earlier step"
     )
   return state, meta
+
+
+def _warn(line: str) -> None:
+  print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def restore_latest_readable(
+  directory: str,
+  template,
+  check: Callable[[Dict[str, object]], None] = lambda meta: None,
+  warn: Callable[[str], None] = _warn,
+) -> Tuple[object, Dict[str, object]]:
+  """`restore` of the newest step of `directory` that reads back whole, for
+  resuming a run: newer steps that do not (unreadable metadata or arrays,
+  corrupt or non-finite) are skipped, with one `warn` line naming them, and
+  moved aside (to `<step>.unreadable`) so the run can save those steps
+  again. `check(meta)` vets each step's metadata before its state is read;
+  what it raises (another env or config) is an error, not skipped.
+
+  Raises:
+    CheckpointError: no step reads back (each one's reason), or a missing
+      directory.
+  """
+  available = steps(directory)
+  if not available:
+    _resolve(directory, None)  # the error for a missing or empty directory
+  skipped: List[Tuple[int, str]] = []
+  for step in reversed(available):
+    try:
+      meta = load_metadata(directory, step)
+    except CheckpointError as e:
+      skipped.append((step, str(e)))
+      continue
+    check(meta)  # another env or config: an error, whatever the older steps hold
+    try:
+      state, meta = restore(directory, template, step)
+    except CheckpointError as e:
+      skipped.append((step, str(e)))
+      continue
+    if skipped:
+      why = " ".join(skipped[0][1].split())[:300]
+      warn(
+        f"checkpoint step(s) {', '.join(str(s) for s, _ in skipped)} in {directory!r} "
+        f"cannot be read ({why}); resuming from step {step}, the newest readable one, "
+        "and keeping the unreadable ones as <step>.unreadable"
+      )
+      for s, _ in skipped:
+        path = os.path.join(directory, str(s))
+        os.replace(path, f"{path}.unreadable")
+    return state, meta
+  raise CheckpointError(
+    f"no checkpoint in {directory!r} can be read: "
+    + "; ".join(f"step {s}: {' '.join(why.split())[:200]}" for s, why in skipped)
+  )
 
 
 @jax.jit

@@ -227,7 +227,7 @@ def compare(
     raise ValueError(f"eval games must be an even number >= 2, got {eval_games}")
   configs = {s.label: run_config(config_path, overrides, s, budget) for s in runs}
   spec = {
-    "config": os.path.abspath(config_path),
+    "config": os.path.abspath(config_lib.resolve(config_path)),
     "overrides": list(overrides),
     "runs": [dataclasses.asdict(s) for s in runs],
     "budget": dataclasses.asdict(budget),

@@ -20,13 +20,23 @@ is not a key of the file). Configs saved before it moved (with equal
 Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
 `env.params.points=12`. Values are parsed as YAML scalars; numeric fields
 also take the spellings YAML 1.1 leaves as strings (`3e-4`, `1e9`), and
-`1_000` and `.5`; booleans are `true`/`false`.
+`1_000` and `.5` (`parse_number`); booleans are `true`/`false`.
+
+Where a config comes from (`resolve`, `default_source`, `load_for_env`): a
+path to a YAML file, or the name of a config shipped in the package
+(`anakin_mz/configs/NAME.yaml`, package data read through
+`importlib.resources`, never through the checkout's layout). The default of
+a registered env is its shipped `NAME.yaml`; a game without one (the adapted
+`minatar-*` and `pgx-*` games) gets the generic base of its kind
+(`env_kind`, `anakin_mz/configs/kinds/`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import math
+import os
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 
 import yaml
@@ -257,7 +267,7 @@ class Config:
     return out
 
 
-def _number(value: object) -> object:
+def parse_number(value: object) -> object:
   """A number written as text in any common spelling (`3e-4`, `1e9`, `1_000`,
   `.5`, which YAML 1.1 partly reads as strings) -> int or float; anything
   else unchanged."""
@@ -282,7 +292,7 @@ def _coerce(value: object, default: object, where: str) -> object:
     if isinstance(value, bool):
       return value
   elif isinstance(default, (int, float)):
-    value = _number(value)
+    value = parse_number(value)
     if isinstance(value, float) and not math.isfinite(value):
       raise ValueError(f"{where} must be a finite number, got {value!r}")
     if isinstance(default, int) and isinstance(value, float) and value.is_integer():
@@ -448,17 +458,145 @@ def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, obj
   return out
 
 
+# ------------------------------------------------------ where configs come from
+
+
+# A file of anakin_mz/configs/ that is not a training config.
+_NOT_CONFIGS = ("strength.yaml",)  # the bars of `anakin_mz.strength`
+
+
+def shipped_path(filename: str) -> str:
+  """The path of `filename` in the package's `configs/` (package data; pip
+  installs it as files, so the path can be opened)."""
+  return str(importlib.resources.files("anakin_mz").joinpath("configs", *filename.split("/")))
+
+
+def shipped() -> Tuple[str, ...]:
+  """The names of the shipped training configs, sorted (e.g. "nannon_12_5_6")."""
+  files = importlib.resources.files("anakin_mz").joinpath("configs").iterdir()
+  return tuple(
+    sorted(
+      f.name[: -len(".yaml")]
+      for f in files
+      if f.is_file() and f.name.endswith(".yaml") and f.name not in _NOT_CONFIGS
+    )
+  )
+
+
+def resolve(config: str) -> str:
+  """A `--config` value -> the YAML file it names: a path to a file, else
+  the name of a shipped config, with or without `.yaml` ("nannon_12_5_6").
+
+  Raises:
+    ValueError: neither, listing the shipped configs.
+  """
+  if not isinstance(config, str) or not config:
+    raise ValueError(f"a config is a YAML path or a shipped config's name, got {config!r}")
+  if os.path.isfile(config):
+    return config
+  name = config[: -len(".yaml")] if config.endswith(".yaml") else config
+  if name in shipped():
+    return shipped_path(f"{name}.yaml")
+  raise ValueError(
+    f"config {config!r} does not exist: it is neither a YAML file nor the name of a "
+    f"shipped config; shipped configs: {', '.join(shipped())}"
+  )
+
+
+# The generic bases of games without a config of their own, by
+# (players, observation) of `env_kind`; chance changes no setting (NDMZ
+# learns the chance it meets, explicit or hidden, and its agent `ndmz`
+# plays every kind).
+KIND_BASES = {
+  ("one", "planes"): "kinds/one_player_planes.yaml",
+  ("one", "flat"): "kinds/one_player_flat.yaml",
+  ("two", "planes"): "kinds/two_player_planes.yaml",
+  ("two", "flat"): "kinds/two_player_flat.yaml",
+}
+
+
+def env_kind(env: envs.Env) -> Tuple[str, str, str]:
+  """(players, chance, observation) of `env`: players "one" (a single-player
+  game), "two" (two-player zero-sum) or "other"; chance "none" (chance never
+  acts), "explicit" (chance nodes with outcomes) or "hidden" (drawn inside
+  the keyed step, `env.hidden_chance`); observation "planes" (`[H, W, C]`)
+  or "flat" (any other shape: the mlp flattens it)."""
+  if env.num_players == 1:
+    players = "one"
+  elif env.num_players == 2 and env.payoff == "zero_sum":
+    players = "two"
+  else:
+    players = "other"
+  if env.hidden_chance:
+    chance = "hidden"
+  elif env.num_chance_outcomes > 1:
+    chance = "explicit"
+  else:
+    chance = "none"
+  observation = "planes" if len(env.observation_shape) == 3 else "flat"
+  return players, chance, observation
+
+
+def default_source(env_name: str) -> Tuple[str, Tuple[str, ...]]:
+  """Where the default config of registered env `env_name` comes from, as
+  (YAML file, overrides) for `load`: its shipped `NAME.yaml`, else the
+  generic base of its kind (`KIND_BASES`) with `env.name=NAME`.
+
+  Raises:
+    ValueError: an unknown env, or one of a kind without a base (naming
+      `--config PATH`).
+  """
+  if env_name in shipped():
+    return shipped_path(f"{env_name}.yaml"), ()
+  env = envs.make(env_name)  # validates the name
+  players, chance, observation = env_kind(env)
+  base = KIND_BASES.get((players, observation))
+  if base is None:
+    raise ValueError(
+      f"env {env_name!r} has no config of its own, and no generic one fits its kind "
+      f"({env.num_players} players, payoff {env.payoff!r}; the generic configs are for "
+      "one-player and two-player zero-sum games): write one (the shipped configs in "
+      f"{shipped_path('')} show every key) and pass --config PATH"
+    )
+  return shipped_path(base), (f"env.name={env_name}",)
+
+
+def load_for_env(
+  env_name: str, config: Optional[str] = None, overrides: Sequence[str] = ()
+) -> Tuple[Config, str, Tuple[str, ...]]:
+  """The config of a run on registered env `env_name`: `config` (a path or
+  a shipped name, `resolve`; default the env's own, `default_source`) with
+  `overrides`. Returns (the config, its YAML file, all the overrides): the
+  last two reload it with `load`.
+
+  Raises:
+    ValueError: an unknown env, config or key, a bad value, or a config
+      for another env.
+  """
+  if config is None:
+    path, own = default_source(env_name)
+  else:
+    path, own = resolve(config), ()
+  everything = own + tuple(overrides)
+  cfg = load(path, everything)
+  if cfg.env != env_name:
+    raise ValueError(f"--env={env_name} but config {config or path!r} is for env {cfg.env!r}")
+  return cfg, path, everything
+
+
 def load(
-  path: Optional[str], overrides: Sequence[str] = (), base: Optional[Mapping[str, object]] = None
+  config: Optional[str], overrides: Sequence[str] = (), base: Optional[Mapping[str, object]] = None
 ) -> Config:
-  """Loads a YAML config file (or `base`), applies overrides, validates."""
+  """Loads a YAML config (a path or a shipped config's name, `resolve`; or
+  only `base`), applies overrides, validates."""
   raw: Dict[str, object] = dict(base or {})
-  if path is not None:
+  if config is not None:
+    path = resolve(config)
     try:
       with open(path, encoding="utf-8") as f:
         loaded = yaml.safe_load(f)
-    except FileNotFoundError:
-      raise ValueError(f"config file {path!r} does not exist") from None
+    except OSError as e:
+      raise ValueError(f"cannot read config file {path!r}: {e.strerror}") from None
     except yaml.YAMLError as e:
       raise ValueError(f"config file {path!r} is not valid YAML: {e}") from None
     if not isinstance(loaded, Mapping):

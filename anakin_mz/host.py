@@ -9,9 +9,9 @@ device's thread pool parallelises only inside each small kernel. On this
 2-core machine two forced devices ran the Nannon step faster than one device
 on both cores and than one device pinned to one core
 (`scripts/benchmark_devices.py`; the figures are in the README). So on CPU
-`--devices auto` is one device per usable core (the largest such count that
-divides the run's global sizes, `auto_devices`), and `--devices N` forces N
-host devices.
+`--devices auto` is one device per usable core (the run trains on as many
+of them as divide its global sizes, `run.auto_mesh`), and `--devices N`
+forces N host devices.
 
 `num_envs` and `batch_size` are global: N devices split the same lanes and
 the same batch N ways, and the run is the same as on one device (to float
@@ -46,7 +46,7 @@ writes TensorBoard and the progress bar.
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 import jax
 
@@ -59,25 +59,14 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def auto_devices(divides: Sequence[int] = ()) -> int:
-  """`--devices auto` on CPU: one device per usable core, or the largest
-  count below that divides every number of `divides` (the run's global
-  lanes, batch rows and reanalysed rows), at least 1."""
-  cores = usable_cores()
-  for n in range(cores, 0, -1):
-    if all(d % n == 0 for d in divides):
-      return n
-  return 1
-
-
-def parse_devices(text: Union[str, int], divides: Sequence[int] = ()) -> int:
-  """`"auto"` -> `auto_devices(divides)`; a positive integer -> itself.
+def parse_devices(text: Union[str, int]) -> int:
+  """`"auto"` -> one per usable core; a positive integer -> itself.
 
   Raises:
     ValueError: anything else.
   """
   if text == "auto":
-    return auto_devices(divides)
+    return usable_cores()
   try:
     n = int(text)
   except (TypeError, ValueError):
@@ -131,10 +120,11 @@ def initialize_distributed() -> Optional[str]:
   return f"process {jax.process_index()} of {jax.process_count()} ({env})"
 
 
-def configure(devices: Union[str, int] = "auto", divides: Sequence[int] = ()) -> str:
+def configure(devices: Union[str, int] = "auto") -> str:
   """Sets the number of CPU devices (per process) and joins a multi-process
   run where one is set up (`initialize_distributed`); call before any JAX
-  computation. `divides`: the run's global sizes that `auto` must divide.
+  computation. (A run on `auto` devices then trains on as many of them as
+  divide its sizes, `run.auto_mesh`.)
 
   Returns a one-line description of the devices the run will use, and why
   for `auto`.
@@ -143,7 +133,7 @@ def configure(devices: Union[str, int] = "auto", divides: Sequence[int] = ()) ->
     ValueError: a bad `devices` value, or JAX already started its backend
       (the count can no longer change).
   """
-  n = parse_devices(devices, divides)
+  n = parse_devices(devices)
   try:
     jax.config.update("jax_num_cpu_devices", n)
   except RuntimeError as e:

@@ -1,6 +1,6 @@
 """The training run loop, written once: budget, progress bar, TensorBoard,
 periodic evaluation, Orbax checkpoints, resume, signals and the NaN guard.
-`scripts/train.py` is a thin command line over `train`.
+`anakin-mz train` (`anakin_mz.cli.train`) is a thin command line over `train`.
 
 How a run ends:
 * the update budget or `--minutes` is reached: the final state is saved
@@ -10,10 +10,13 @@ How a run ends:
   the current Anakin step finishes, the state is saved, and `train` returns
   normally with `RunResult.stopped_by` naming the signal. A second SIGINT
   interrupts at once (`KeyboardInterrupt`), still saving the last complete
-  step. `--resume` continues exactly;
+  step. `--resume` continues exactly, from the newest checkpoint that reads
+  back (a corrupt newer one is skipped with a warning line);
 * a non-finite loss term, gradient norm or parameter: `NonFiniteError`. The
   bad chunk was not applied and nothing is saved after it, so the last
-  periodic checkpoint is the last good state.
+  periodic checkpoint is the last good state;
+* a save fails (a full disk): `checkpoint.CheckpointError`, a ValueError;
+  the checkpoints saved before it are intact.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from typing import Callable, Dict, List, Optional
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
 import envs.bots
 from anakin_mz import act, agents
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.anakin import Learner, TrainState
+from anakin_mz.mesh import make_mesh
 from anakin_mz.config import Config
 from anakin_mz.eval import dynamics, match
 from anakin_mz.summary import SummaryWriter
@@ -159,6 +164,40 @@ def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
   return out
 
 
+def fit_devices(num_devices: int, config: Config) -> int:
+  """The most devices, at most `num_devices`, that divide `config`'s global
+  sizes (lanes, batch rows, reanalysed rows)."""
+  tc = config.train
+  sizes = [tc.num_envs, tc.batch_size] + ([tc.reanalyse_rows] if tc.reanalyse_rows else [])
+  return max(d for d in range(1, num_devices + 1) if all(s % d == 0 for s in sizes))
+
+
+def auto_mesh(config: Config) -> Mesh:
+  """The mesh `--devices auto` trains on: the most of this process's
+  devices (one per usable core on CPU, `host.configure`) that divide the
+  run's sizes (`fit_devices`); every device of a multi-process run."""
+  devices = jax.devices()
+  if jax.process_count() == 1:
+    devices = devices[: fit_devices(len(devices), config)]
+  return make_mesh(devices)
+
+
+def _compiled_step(learner: Learner, state):
+  """`learner.jit_step` compiled for `state`; in a multi-process run, once
+  every process has compiled it. (The CPU collectives of several processes
+  give a peer 30 s to reach the first collective; compile times differ by
+  more than that on a loaded host, so the processes meet at the coordination
+  service's barrier, which waits as long as compiling takes, first.)"""
+  step = learner.jit_step.lower(state).compile()
+  if jax.process_count() > 1:
+    from jax._src import (
+      distributed,
+    )  # the coordination client; no public barrier without a collective
+
+    distributed.global_state.client.wait_at_barrier("anakin_mz_step_compiled", 60 * 60 * 1000)
+  return step
+
+
 def _config_diff(a: Dict[str, object], b: Dict[str, object], prefix=""):
   diffs = []
   for k in sorted(set(a) | set(b)):
@@ -179,9 +218,12 @@ def train(
   max_minutes: Optional[float] = None,
   progress: bool = True,
   checkpoint_dir: Optional[str] = None,
+  mesh: Optional[Mesh] = None,
 ) -> RunResult:
   """Trains until `max_updates` updates (default `train.total_updates`) or
-  `max_minutes` of wall-clock time, whichever comes first.
+  `max_minutes` of wall-clock time, whichever comes first, on `mesh`
+  (default: every device, `mesh.make_mesh`; `auto_mesh` fits it to the
+  config).
 
   Raises:
     ValueError: an unwritable logdir; checkpoints present without `resume`;
@@ -197,7 +239,7 @@ def train(
   tc = config.train
   target = tc.total_updates if max_updates is None else max_updates
 
-  learner = agents.make_learner(config)
+  learner = agents.make_learner(config, mesh)
   env = learner.env
   state = learner.init_sharded(config.seed)
   num_devices = learner.num_devices
@@ -208,24 +250,28 @@ def train(
       f"{list(saved)}); pass --resume to continue, or another --logdir"
     )
   if resume and saved:
-    meta = ckpt.load_metadata(checkpoint_dir)
-    ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
-    try:  # a config saved in an older layout compares in today's
-      saved = config_lib.from_dict(meta["config"]).to_dict()
-    except ValueError:
-      saved = meta["config"]
-    diffs = _config_diff(config.to_dict(), saved)
-    if diffs:
-      raise ValueError(
-        f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
-      )
-    ckpt.check_resumable(meta, checkpoint_dir)
+
+    def check(meta):
+      ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
+      try:  # a config saved in an older layout compares in today's
+        saved_config = config_lib.from_dict(meta["config"]).to_dict()
+      except ValueError:
+        saved_config = meta["config"]
+      diffs = _config_diff(config.to_dict(), saved_config)
+      if diffs:
+        raise ValueError(
+          f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
+        )
+      ckpt.check_resumable(meta, checkpoint_dir)
+
     # The saved state is global: it restores onto this run's mesh, whatever
-    # the device count it was saved on.
-    state, _ = ckpt.restore(checkpoint_dir, learner.abstract_state())
+    # the device count it was saved on. A newest step that does not read
+    # back (a corrupt file) gives way to the newest one that does.
+    state, _ = ckpt.restore_latest_readable(checkpoint_dir, learner.abstract_state(), check)
 
   # Multi-process runs: every process steps and saves (its shards); process 0
   # alone logs and shows the progress bar.
+  step_fn = _compiled_step(learner, state)
   lead = jax.process_index() == 0
   writer = SummaryWriter(logdir) if lead else _NoWriter()
   saved_step: Optional[int] = int(state.update_step) if saved else None
@@ -304,7 +350,7 @@ def train(
           break
         t0 = time.perf_counter()
         before = current_step()
-        new_state, metrics = learner.jit_step(state)
+        new_state, metrics = step_fn(state)
         metrics = jax.device_get(metrics)
         bad = nonfinite_message(metrics, before, saved_step, checkpoint_dir)
         if bad is not None:

@@ -1,11 +1,12 @@
 """Strength against published bars: train (or reuse) a run per game and seed,
 evaluate it against the bar's opponent, and write one Markdown table.
 
-The bars are data, not code (`configs/strength.yaml`): each names a config,
+The bars are data, not code (the shipped `anakin_mz/configs/strength.yaml`,
+`BAR_FILE`): each names a config (a shipped one by name, or a YAML path),
 a wall-clock budget, an opponent (a bot of the game, `envs.bots`), the figure
 to read from the evaluation result and the value to reach. So this module,
-like the rest of the agent, names no game. `scripts/strength.py` is its
-command line.
+like the rest of the agent, names no game. `anakin-mz strength`
+(`anakin_mz.cli.strength`) is its command line.
 
 Each run is an ordinary run directory `<runs>/<bar>/seed<S>` (TensorBoard,
 checkpoints) plus `strength.json`, the training wall-clock and the
@@ -27,6 +28,9 @@ import yaml
 from anakin_mz import config as config_lib
 from anakin_mz.eval import report
 
+# The project's bars, shipped with the package.
+BAR_FILE = config_lib.shipped_path("strength.yaml")
+
 _FIELDS = ("name", "config", "minutes", "measure", "bar", "opponent", "games", "source")
 
 
@@ -36,7 +40,9 @@ class Bar:
 
   Attributes:
     name: the row's name, unique in the file (e.g. "nannon_12_5_6").
-    config: the training config (a path, relative to the bar file).
+    config: the training config: the name of a shipped config (e.g.
+      "nannon_12_5_6"), or a YAML path (a relative one from the bar file's
+      directory), as `config.resolve` reads it.
     minutes: the `train.py --minutes` budget.
     measure: the figure to read, a dotted path into the evaluation result
       (`anakin_mz.eval.report.evaluate_checkpoint`): "wdl.win" (a win rate
@@ -73,7 +79,7 @@ class Row:
     value: the figure; low/high its 95% interval (equal to it when exact).
     met: value >= the bar.
     updates: gradient updates the run made; wall_s its training wall-clock.
-    command: the `scripts/train.py` command that trains this run.
+    command: the `anakin-mz train` command that trains this run.
   """
 
   bar: Bar
@@ -91,14 +97,16 @@ class Row:
     return self.value >= self.bar.bar
 
 
-def load_bars(path: str) -> List[Bar]:
+def load_bars(path: Optional[str] = None) -> List[Bar]:
   """The bars of a YAML file `{bars: [{name, config, minutes, measure, bar,
-  ...}, ...]}`; config paths are made relative to the file.
+  ...}, ...]}` (default `BAR_FILE`); a config that is a path is made
+  relative to the file, a shipped config's name is kept.
 
   Raises:
     ValueError: a missing file, an unknown or missing field, a bad value or a
       repeated name, with what is valid.
   """
+  path = BAR_FILE if path is None else path
   try:
     with open(path, encoding="utf-8") as f:
       raw = yaml.safe_load(f)
@@ -125,7 +133,7 @@ def load_bars(path: str) -> List[Bar]:
       raise ValueError(f"{where}: missing field(s) {missing}")
     bar = Bar(
       name=str(item["name"]),
-      config=os.path.normpath(os.path.join(base, str(item["config"]))),
+      config=_config_of(str(item["config"]), base),
       minutes=float(item["minutes"]),
       measure=str(item["measure"]),
       bar=float(item["bar"]),
@@ -146,6 +154,14 @@ def load_bars(path: str) -> List[Bar]:
       raise ValueError(f"{where}: the name {bar.name!r} is used twice")
     bars.append(bar)
   return bars
+
+
+def _config_of(text: str, base: str) -> str:
+  """A bar's `config` as written -> what `config.load` reads: a path (from
+  the bar file's directory `base`) where that is a file, else the text (a
+  shipped config's name; `check_config` reports one that is neither)."""
+  path = os.path.normpath(os.path.join(base, text))
+  return path if os.path.isfile(path) else text
 
 
 def select(bars: Sequence[Bar], names: Optional[Sequence[str]]) -> List[Bar]:
@@ -199,13 +215,14 @@ def read_measure(result: Mapping[str, object], measure: str) -> Tuple[float, flo
 
 
 def train_command(bar: Bar, seed: int, logdir: str) -> str:
-  """The `scripts/train.py` command line that trains this run."""
+  """The `anakin-mz train` command line that trains this run."""
   env = config_lib.load(bar.config).env
+  config = os.path.relpath(bar.config) if os.path.isabs(bar.config) else bar.config
   args = [
-    "python",
-    "scripts/train.py",
+    "anakin-mz",
+    "train",
     f"--env={env}",
-    f"--config={os.path.relpath(bar.config)}",
+    f"--config={config}",
     f"--minutes={bar.minutes:g}",
     f"--seed={seed}",
     f"--logdir={logdir}",

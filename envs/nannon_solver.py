@@ -68,6 +68,38 @@ from envs.policy import OnePlyPolicy
 CACHE_MIN_POSITIONS = 100_000
 # The solver refuses configurations larger than this (memory: ~150 B each).
 MAX_SOLVER_POSITIONS = 20_000_000
+# `anakin-mz solve-nannon` refuses a solve estimated to take longer, unless
+# forced (12-5-6 and 9-9-9 take about 5 minutes).
+MAX_ESTIMATED_SECONDS = 600.0
+
+
+class Estimate(NamedTuple):
+  """What solving a configuration costs (`estimate`): `positions` (N),
+  `entries` of the move table (N x d rolls x k+1 moves, what each sweep
+  reads), value-iteration `sweeps` and `seconds` on one CPU core."""
+
+  positions: int
+  entries: int
+  sweeps: int
+  seconds: float
+
+
+def estimate(points: int, checkers: int, die_sides: int) -> Estimate:
+  """The states and time of `solve` for a configuration, before solving.
+
+  A model fitted to solves timed on one core of a 2-core CPU host (6-3-6,
+  8-4-6, 6-6-6, 10-4-6 and 9-9-9, from 8 s to about 5 minutes; 12-5-6 takes
+  about 5): ~8 s of compilation, 3.7 us per (position, roll) to build the
+  move table, and 22 ns per table entry per sweep, with 40 + 6 L sweeps for
+  games of L = k (n + 1) / mean roll turns a side (68 to 145 measured). Good
+  to a factor of about 1.5; a loaded machine is slower.
+  """
+  n, k, d = points, checkers, die_sides
+  positions = nannon.num_positions(n, k)
+  entries = positions * d * (k + 1)
+  sweeps = round(40 + 6 * k * (n + 1) / ((d + 1) / 2))
+  seconds = 8.0 + 3.7e-6 * positions * d + 22e-9 * entries * sweeps
+  return Estimate(positions, entries, sweeps, seconds)
 
 
 def _config(env: Optional[Env]) -> Tuple[int, int, int]:
@@ -363,6 +395,11 @@ def cache_dir() -> str:
   return os.environ.get(
     "ANAKIN_MZ_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "anakin_mz")
   )
+
+
+def is_cached(env: Optional[Env] = None) -> bool:
+  """Whether `solve(env)` finds a cache file (it may still prove unusable)."""
+  return os.path.exists(_cache_path(*_config(env)))
 
 
 def _cache_path(n: int, k: int, d: int) -> str:

@@ -3,16 +3,17 @@
     python scripts/benchmark_devices.py --env nannon
     python scripts/benchmark_devices.py --env nannon --devices 1 2 4 8 --repeats 8
 
-Times `Learner.jit_step` (what `train.py` runs, sharded over every device) in
-a fresh process per setting, the settings taking turns for `--rounds`
-rounds: one device pinned to one core (`taskset -c 0`, the baseline), then N
-forced host devices on every core for each N of `--devices` (`train.py
---devices N`; N = 1 is JAX's default, one device whose thread pool spans the
-cores). `num_envs` and `batch_size` are global, so every setting does the
-same work; it prints the median updates/s and env transitions/s of each and
-the ratio to the baseline, with the load average (the machine may be
-shared). The config is `configs/<env>.yaml`; `section.key=value` arguments
-override it.
+Times `Learner.jit_step` (what `train.py` runs: the device-local step on
+every device) in a fresh process per setting, the settings taking turns for
+`--rounds` rounds: one device pinned to one core (`taskset -c 0`, the
+baseline), then N forced host devices on every core for each N of
+`--devices` (`train.py --devices N`; N = 1 is one device whose thread pool
+spans the cores; N = the core count is what `--devices auto` picks).
+`num_envs` and `batch_size` are global, so every setting does the same
+work; it prints the median updates/s and env transitions/s of each and the
+ratio to the baseline, with the load average (the machine may be shared).
+The config is the env's shipped one; `section.key=value` arguments override
+it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import sys
 
 import envs
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 WORKER = r"""
 import json, sys
 from anakin_mz import host
@@ -35,7 +35,7 @@ host.configure(int(sys.argv[1]))
 import jax
 from anakin_mz import config as config_lib, profiling
 from anakin_mz.anakin import Learner
-cfg = config_lib.load(sys.argv[2], sys.argv[4:])
+cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[4:])[0]
 dt = profiling.time_step(cfg, repeats=int(sys.argv[3]))
 learner = Learner(cfg)
 print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.updates_per_chunk / dt,
@@ -61,14 +61,17 @@ def main(argv=None) -> int:
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if min(args.devices) < 1 or args.repeats < 1 or args.rounds < 1:
     parser.error("--devices, --repeats and --rounds must be >= 1")
-  path = os.path.join(CONFIG_DIR, f"{args.env}.yaml")
   pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
   settings = [("1 device, 1 core (taskset -c 0)", pin, 1)]
-  settings += [(f"{n} device(s), all cores", [], n) for n in dict.fromkeys(args.devices)]
+  cores = len(os.sched_getaffinity(0))
+  settings += [
+    (f"{n} device(s), all cores" + (" (auto)" if n == cores else ""), [], n)
+    for n in dict.fromkeys(args.devices)
+  ]
   results = {name: [] for name, _, _ in settings}
   for _ in range(args.rounds):
     for name, prefix, n in settings:
-      cmd = prefix + [sys.executable, "-c", WORKER, str(n), path, str(args.repeats)]
+      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats)]
       out = subprocess.run(cmd + list(args.overrides), capture_output=True, text=True)
       if out.returncode != 0:
         print(f"error: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

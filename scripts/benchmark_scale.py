@@ -49,14 +49,11 @@ def main(argv=None) -> int:
   from anakin_mz import config as config_lib
   from anakin_mz import host, scaling
 
-  try:
-    path = os.path.join(
-      os.path.dirname(os.path.abspath(__file__)), "..", "configs", f"{args.env}.yaml"
-    )
-    cfg = config_lib.load(path, list(args.overrides))
+  try:  # the devices before anything starts JAX
+    devices = host.configure(args.devices)
+    cfg, _, _ = config_lib.load_for_env(args.env, None, list(args.overrides))
     for n in args.lanes:  # every size checked before anything compiles
       scaling.scale(cfg, n)
-    devices = host.configure(args.devices, divides=args.lanes)
   except ValueError as e:
     parser.error(str(e))
 

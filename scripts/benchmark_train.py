@@ -9,20 +9,19 @@ Prints the time of each jitted piece of the step (rollout, search, replay add
 and prepare, sampling, updates) and the end-to-end env transitions/s,
 searches/s, simulations/s and updates/s of the whole step, for both paths,
 with their ratio (medians over repeats, the paths taking turns). The config
-is `configs/<env>.yaml` unless --config is given; `section.key=value`
-arguments override it (both paths). See `anakin_mz/profiling.py`.
+is the env's own (`anakin_mz.config.load_for_env`) unless --config names a
+YAML file or a shipped config; `section.key=value` arguments override it
+(both paths). See `anakin_mz/profiling.py`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import envs
 from anakin_mz import config as config_lib
-
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+from anakin_mz.cli import options
 
 
 def main(argv=None) -> int:
@@ -32,7 +31,7 @@ def main(argv=None) -> int:
     epilog=__doc__,
   )
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
-  parser.add_argument("--config", default=None, help="YAML config (default configs/<env>.yaml)")
+  parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--repeats", type=int, default=5, help="timed calls per piece (median)")
   parser.add_argument("--seed", type=int, default=0)
@@ -44,16 +43,13 @@ def main(argv=None) -> int:
     parser.error("--repeats must be >= 1")
   if any(o.split("=", 1)[0].strip() == "train.search_at_chance" for o in args.overrides):
     parser.error("train.search_at_chance is set by the benchmark (it runs both paths)")
-  path = args.config or os.path.join(CONFIG_DIR, f"{args.env}.yaml")
   configs = []
   try:
     for name, flag in (("decisions", "false"), ("everywhere", "true")):
-      cfg = config_lib.load(path, list(args.overrides) + [f"train.search_at_chance={flag}"])
-      configs.append((name, cfg))
+      overrides = list(args.overrides) + [f"train.search_at_chance={flag}"]
+      configs.append((name, config_lib.load_for_env(args.env, args.config, overrides)[0]))
   except ValueError as e:
     parser.error(str(e))
-  if configs[0][1].env != args.env:
-    parser.error(f"--env={args.env} but config {path!r} is for env {configs[0][1].env!r}")
 
   from anakin_mz import profiling
   import jax

@@ -154,19 +154,19 @@ def test_interior_choice_nodes_play_legal_moves_only():
 
 def test_config_agent_is_validated():
   with pytest.raises(ValueError, match="valid agents: ndmz, alphazero, tdlambda"):
-    config_lib.load("configs/nannon.yaml", ["agent=muzero"])
+    config_lib.load("nannon", ["agent=muzero"])
   with pytest.raises(ValueError, match="terminal_nodes"):
-    config_lib.load("configs/nannon.yaml", ["agent=alphazero", "search.terminal_nodes=false"])
-  config = config_lib.load("configs/nannon.yaml", ["agent=alphazero"])
+    config_lib.load("nannon", ["agent=alphazero", "search.terminal_nodes=false"])
+  config = config_lib.load("nannon", ["agent=alphazero"])
   assert config_lib.from_dict(config.to_dict()).agent == "alphazero"
-  assert config_lib.load("configs/nannon.yaml").agent == "ndmz"
+  assert config_lib.load("nannon").agent == "ndmz"
 
 
 def test_agent_the_game_does_not_support_is_refused(monkeypatch):
   env = envs.make("nannon")
   monkeypatch.setattr(type(env.game), "num_players", 3)
   with pytest.raises(ValueError, match="valid agents for it: ndmz, alphazero"):
-    config_lib.load("configs/nannon.yaml", ["agent=tdlambda"])
+    config_lib.load("nannon", ["agent=tdlambda"])
 
 
 @pytest.mark.parametrize("agent", ["alphazero", "tdlambda"])
@@ -175,15 +175,15 @@ def test_true_model_agents_refuse_hidden_chance(agent):
   would replay the draw carried in the state, the future."""
   pytest.importorskip("gymnax")
   with pytest.raises(ValueError, match="hidden from a model.*valid agents for it: ndmz"):
-    config_lib.load("configs/minatar-breakout.yaml", [f"agent={agent}"])
-  assert config_lib.load("configs/minatar-breakout.yaml").agent == "ndmz"
+    config_lib.load("minatar-breakout", [f"agent={agent}"])
+  assert config_lib.load("minatar-breakout").agent == "ndmz"
 
 
 def test_value_player_refuses_hidden_chance():
   """`evaluate.py --agent value` looks ahead on the real game as TD(lambda)
   does: refused where TD(lambda) is, before any network call."""
   pytest.importorskip("gymnax")
-  config = config_lib.load("configs/minatar-breakout.yaml")
+  config = config_lib.load("minatar-breakout")
   env = config.make_env()
   network = Network(env, config.network)
   with pytest.raises(ValueError, match="--agent value .*hidden from a model.*--agent search"):
@@ -192,7 +192,7 @@ def test_value_player_refuses_hidden_chance():
 
 def test_alphazero_learner_trains_policy_and_value_only():
   config = config_lib.load(
-    "configs/catch.yaml",
+    "catch",
     [
       "agent=alphazero",
       "env.params.rows=4",

@@ -13,7 +13,7 @@ from anakin_mz import compare
 from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-NANNON = os.path.join(ROOT, "configs", "nannon.yaml")
+NANNON = config_lib.shipped_path("nannon.yaml")
 
 TINY = list(tiny.TINY) + ["train.checkpoint_every=0"]  # compare saves after each chunk
 

@@ -1,25 +1,32 @@
-"""Config loading: every YAML in configs/ loads; bad input fails clearly."""
+"""Config loading: every shipped YAML loads; a config is found by path or by
+name; every registered env has a default (its own, or its kind's); bad
+input fails clearly."""
 
-import glob
 import os
 
 import pytest
 
+import envs
 from anakin_mz import config as config_lib
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
-# The training configs: configs/strength.yaml holds the strength bars, not a run.
-CONFIGS = sorted(
-  p for p in glob.glob(os.path.join(ROOT, "configs", "*.yaml")) if not p.endswith("strength.yaml")
-)
+# The shipped training configs (strength.yaml, the strength bars, is not one).
+CONFIGS = [config_lib.shipped_path(f"{name}.yaml") for name in config_lib.shipped()]
+KIND_BASES = sorted(config_lib.shipped_path(base) for base in set(config_lib.KIND_BASES.values()))
 
 
 def test_every_registered_env_has_a_config():
-  import envs
-
   names = {os.path.splitext(os.path.basename(p))[0] for p in CONFIGS}
   native = set(envs.registered(adapted=False))  # minatar-*, pgx-*: configs not yet
   assert native <= names, native - names
+
+
+def _assert_every_key_commented(path):
+  for line in open(path, encoding="utf-8"):
+    stripped = line.strip()
+    if stripped and not stripped.startswith("#") and ":" in stripped:
+      head, _, rest = stripped.partition(":")
+      if rest.strip():  # a key with a value
+        assert "#" in rest, f"{path}: key {head!r} has no comment"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
@@ -30,17 +37,88 @@ def test_configs_load_and_round_trip(path):
   assert name == cfg.env or name.startswith(cfg.env + "_"), (name, cfg.env)
   again = config_lib.from_dict(cfg.to_dict())
   assert again == cfg
-  # Every key in the file carries a comment.
-  for line in open(path, encoding="utf-8"):
-    stripped = line.strip()
-    if stripped and not stripped.startswith("#") and ":" in stripped:
-      head, _, rest = stripped.partition(":")
-      if rest.strip():  # a key with a value
-        assert "#" in rest, f"{path}: key {head!r} has no comment"
+  _assert_every_key_commented(path)
+
+
+@pytest.mark.parametrize("path", KIND_BASES, ids=os.path.basename)
+def test_kind_bases_are_commented_and_hold_no_env(path):
+  _assert_every_key_commented(path)
+  with pytest.raises(ValueError, match="config needs `env"):
+    config_lib.load(path)  # the env comes from `default_source`'s env.name=NAME
+
+
+def test_a_config_is_a_path_or_a_shipped_name(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)  # names do not depend on the working directory
+  path = config_lib.shipped_path("nannon_12_5_6.yaml")
+  assert os.path.isfile(path)
+  assert config_lib.resolve("nannon_12_5_6") == config_lib.resolve("nannon_12_5_6.yaml") == path
+  assert dict(config_lib.load("nannon_12_5_6").env_params)["points"] == 12
+  assert "nannon" in config_lib.shipped() and "strength" not in config_lib.shipped()
+  mine = tmp_path / "mine.yaml"
+  mine.write_text("env: {name: catch, params: {rows: 4}}\n")
+  assert config_lib.resolve("mine.yaml") == "mine.yaml"  # a path wins
+  assert dict(config_lib.load("mine.yaml").env_params)["rows"] == 4
+  for bad in ("nosuch", "configs/nannon.yaml", str(tmp_path / "none.yaml")):
+    with pytest.raises(ValueError) as e:
+      config_lib.resolve(bad)
+    assert f"config {bad!r} does not exist" in str(e.value)
+    assert "shipped configs: breakthrough, carchess, catch," in str(e.value)
+
+
+# Each registered env's default: its own file, or its kind's base.
+DEFAULTS = {
+  "breakthrough": (("two", "none", "planes"), "breakthrough.yaml"),
+  "carchess": (("other", "explicit", "planes"), "carchess.yaml"),
+  "catch": (("one", "explicit", "planes"), "catch.yaml"),
+  "einstein": (("two", "explicit", "planes"), "einstein.yaml"),
+  "minatar-asterix": (("one", "hidden", "planes"), "kinds/one_player_planes.yaml"),
+  "minatar-breakout": (("one", "hidden", "planes"), "minatar-breakout.yaml"),
+  "minatar-freeway": (("one", "hidden", "planes"), "kinds/one_player_planes.yaml"),
+  "minatar-seaquest": (("one", "hidden", "planes"), "kinds/one_player_planes.yaml"),
+  "minatar-space_invaders": (("one", "hidden", "planes"), "minatar-space_invaders.yaml"),
+  "nannon": (("two", "explicit", "flat"), "nannon.yaml"),
+  "pgx-2048": (("one", "hidden", "planes"), "kinds/one_player_planes.yaml"),
+  "pgx-backgammon": (("two", "hidden", "flat"), "kinds/two_player_flat.yaml"),
+  "pgx-connect_four": (("two", "none", "planes"), "kinds/two_player_planes.yaml"),
+  "pgx-go_9x9": (("two", "none", "planes"), "kinds/two_player_planes.yaml"),
+  "pgx-othello": (("two", "none", "planes"), "kinds/two_player_planes.yaml"),
+  "pgx-tic_tac_toe": (("two", "none", "planes"), "kinds/two_player_planes.yaml"),
+}
+
+
+def test_the_default_table_covers_every_registered_env():
+  assert sorted(DEFAULTS) == sorted(envs.registered())
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_every_registered_env_has_a_default_config_by_its_kind(name):
+  kind, base = DEFAULTS[name]
+  assert config_lib.env_kind(envs.make(name)) == kind
+  path, overrides = config_lib.default_source(name)
+  assert path == config_lib.shipped_path(base)
+  cfg, loaded_from, everything = config_lib.load_for_env(name, None, ["seed=7"])
+  assert cfg.env == name and cfg.seed == 7 and loaded_from == path
+  assert everything == overrides + ("seed=7",)
+  assert config_lib.load(loaded_from, everything) == cfg  # what a comparison reloads
+  planes = kind[2] == "planes"
+  if base.startswith("kinds/"):
+    assert cfg.network.kind == ("conv" if planes else "mlp")
+    assert cfg.discount == (1.0 if kind[0] == "two" else 0.97)
+
+
+def test_a_kind_without_a_base_asks_for_a_config_path(monkeypatch):
+  monkeypatch.setattr(config_lib, "shipped", lambda: ())  # carchess: collaborative, no file
+  with pytest.raises(ValueError, match=r"env 'carchess' has no config of its own.*--config PATH"):
+    config_lib.default_source("carchess")
+
+
+def test_a_config_for_another_env_is_refused():
+  with pytest.raises(ValueError, match="--env=catch but config 'nannon' is for env 'nannon'"):
+    config_lib.load_for_env("catch", "nannon")
 
 
 def test_overrides_apply_and_validate():
-  path = os.path.join(ROOT, "configs", "catch.yaml")
+  path = config_lib.shipped_path("catch.yaml")
   cfg = config_lib.load(
     path, ["train.batch_size=16", "search.num_simulations=4", "env.params.rows=6", "seed=3"]
   )
@@ -73,7 +151,7 @@ def test_overrides_apply_and_validate():
 
 
 def test_configs_saved_with_two_discounts_still_load():
-  path = os.path.join(ROOT, "configs", "catch.yaml")
+  path = config_lib.shipped_path("catch.yaml")
   old = config_lib.load(path, ["discount=0.9"]).to_dict()
   old["search"]["discount"] = old["train"]["discount"] = old.pop("discount")
   assert config_lib.from_dict(old).discount == 0.9
@@ -98,7 +176,7 @@ def test_bad_files(tmp_path):
 
 
 def test_config_is_frozen():
-  cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"))
+  cfg = config_lib.load(config_lib.shipped_path("catch.yaml"))
   with pytest.raises(Exception):
     cfg.train.batch_size = 3  # type: ignore[misc]
 
@@ -106,7 +184,7 @@ def test_config_is_frozen():
 def test_temperature_schedule_decays_over_its_span_then_holds():
   from anakin_mz.anakin import Learner
 
-  path = os.path.join(ROOT, "configs", "catch.yaml")
+  path = config_lib.shipped_path("catch.yaml")
   over = ["train.temperature_start=1.0", "train.temperature_end=0.2", "train.total_updates=1000"]
   whole = Learner(config_lib.load(path, over))
   fast = Learner(config_lib.load(path, over + ["train.temperature_decay_updates=100"]))
@@ -120,7 +198,7 @@ def test_temperature_schedule_decays_over_its_span_then_holds():
 
 
 def test_learning_rate_schedule_keys_validate():
-  path = os.path.join(ROOT, "configs", "catch.yaml")
+  path = config_lib.shipped_path("catch.yaml")
   with pytest.raises(
     ValueError, match=r"lr_schedule must be one of \('constant', 'cosine'\), got 'step'"
   ):
@@ -142,7 +220,7 @@ def test_learning_rate_schedule_keys_validate():
 
 
 def test_reanalyse_fraction_validates():
-  path = os.path.join(ROOT, "configs", "nannon.yaml")
+  path = config_lib.shipped_path("nannon.yaml")
   assert config_lib.load(path).train.reanalyse_fraction == 0.0  # off by default
   assert config_lib.load(path).train.reanalyse_rows == 0
   quarter = config_lib.load(path, ["train.reanalyse_fraction=.25", "train.batch_size=256"])
@@ -163,7 +241,7 @@ def test_reanalyse_fraction_validates():
 
 
 def test_search_knobs_validate():
-  path = os.path.join(ROOT, "configs", "nannon.yaml")
+  path = config_lib.shipped_path("nannon.yaml")
   bad = [
     ("search.pb_c_init=-1", "pb_c_init must be a finite number >= 0.0, got -1.0"),
     ("search.pb_c_base=0", "pb_c_base must be a finite number > 0.0"),

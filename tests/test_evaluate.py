@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import envs
+import envs.bots
 from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.eval import opponents, report
@@ -38,13 +39,9 @@ TINY = [
 def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=None):
   """Saves a fresh TrainState of a tiny config at `steps`. With
   `state_overrides` the arrays come from another config (a mismatch)."""
-  cfg = config_lib.load(os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(overrides))
+  cfg = config_lib.load(env_name, TINY + list(overrides))
   arrays_cfg = (
-    cfg
-    if state_overrides is None
-    else config_lib.load(
-      os.path.join(ROOT, "configs", f"{env_name}.yaml"), TINY + list(state_overrides)
-    )
+    cfg if state_overrides is None else config_lib.load(env_name, TINY + list(state_overrides))
   )
   learner = Learner(arrays_cfg)
   for step in steps:
@@ -258,6 +255,29 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
   assert "Traceback" not in out.stderr
   out = _script("evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy")
   assert out.returncode == 2 and "cannot go with --no-extra" in out.stderr
+
+
+def test_bot_errors_name_the_game_and_list_only_its_bots():
+  nannon, breakthrough = envs.make("nannon"), envs.make("breakthrough")
+  assert envs.bots.specs(nannon) == ("random", "optimal")
+  assert envs.bots.specs(breakthrough) == ("random", "mcts[:simulations]")
+  assert "greedy" in envs.bots.specs()  # every game's, without an env
+  with pytest.raises(envs.bots.UnknownBotError) as e:
+    envs.bots.make_bot("nosuchbot", nannon)
+  assert str(e.value) == (
+    "unknown bot 'nosuchbot' for nannon; valid: random, optimal (the bots that play nannon)"
+  )
+  with pytest.raises(ValueError, match=r"exact solver.*the bots that play catch: random$"):
+    envs.bots.make_bot("optimal", envs.make("catch"))
+  with pytest.raises(ValueError) as e:
+    opponents.make_opponent("minimax", breakthrough)
+  assert "unknown opponent 'minimax' for breakthrough; valid: random, mcts[:simulations], " in (
+    str(e.value)
+  )
+  assert "optimal" not in str(e.value) and "greedy" not in str(e.value)
+  out = _script("evaluate", "--env", "nannon", "--bot", "nosuchbot")
+  assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+  assert "error: unknown bot 'nosuchbot' for nannon; valid: random, optimal " in out.stderr
 
 
 def test_a_bot_against_a_bot():

@@ -296,6 +296,38 @@ def test_max_game_length_is_virtually_never_hit(env, sol):
   assert tail_probability(env, 10) > 1e-3  # the computation sees long games
 
 
+def test_the_estimate_counts_positions_and_prices_the_solve(sol):
+  six = ns.estimate(6, 3, 6)
+  assert six.positions == 2_530 and six.entries == 2_530 * 6 * 4
+  assert sol.iterations / 1.5 <= six.sweeps <= 1.5 * sol.iterations  # the model's sweeps
+  assert 1 < six.seconds < 60
+  twelve = ns.estimate(12, 5, 6)  # the project's larger configuration: within the limit
+  assert twelve.positions == 1_780_776 and twelve.seconds < ns.MAX_ESTIMATED_SECONDS
+  assert ns.estimate(12, 6, 6).seconds > ns.MAX_ESTIMATED_SECONDS
+  assert ns.estimate(16, 8, 6).seconds > 24 * 3600
+
+
+def test_solve_nannon_refuses_beyond_the_limit_unless_forced(sol, tmp_path, monkeypatch, capsys):
+  from anakin_mz.cli import solve_nannon
+
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))  # nothing cached
+  assert solve_nannon.main(["--config", "12-6-6"]) == 2
+  out = capsys.readouterr()
+  assert out.out.startswith("nannon 12-6-6: 4,203,123 positions; solve estimated at 13.0 min")
+  assert out.err == (
+    "error: nannon 12-6-6 is estimated to take 13.0 min to solve, beyond the limit of "
+    "10.0 min; pass --force to solve it\n"
+  )
+  monkeypatch.setattr(ns, "MAX_ESTIMATED_SECONDS", 1.0)  # 6-3-6 is beyond it now
+  assert solve_nannon.main(["--config", "6-3-6"]) == 2
+  assert "pass --force" in capsys.readouterr().err
+  assert solve_nannon.main(["--config", "6-3-6", "--force"]) == 0
+  assert "optimal vs random: optimal wins" in capsys.readouterr().out
+  # Beyond what the solver holds in memory, even forced: an error, no traceback.
+  assert solve_nannon.main(["--config", "16-8-6", "--force"]) == 2
+  assert "the solver handles at most 20,000,000" in capsys.readouterr().err
+
+
 def test_cache_round_trip(env, sol, tmp_path, monkeypatch):
   monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path))
   first = ns.solve(env, cache=True, refresh=True)

@@ -7,8 +7,12 @@ against the optimal player."""
 import os
 import re
 import shutil
+import sys
+import types
 
 import nbformat
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -21,11 +25,11 @@ def _text(cell):
 
 def test_colab_notebook_runs_on_8_cpu_devices(tmp_path, monkeypatch):
   # The kernel inherits the environment; it runs in a copy of notebooks/ so
-  # its runs/ directory lands in tmp_path.
+  # its runs/ directory lands in tmp_path, with no checkout around it: the
+  # config is found by name, as package data.
   work = tmp_path / "notebooks"
   work.mkdir()
   shutil.copy(NOTEBOOK, work)
-  os.symlink(os.path.abspath(os.path.join(ROOT, "configs")), tmp_path / "configs")
   monkeypatch.setenv("ANAKIN_MZ_NOTEBOOK_TINY", "1")
   monkeypatch.setenv("ANAKIN_MZ_DEVICES", "8")
   monkeypatch.setenv("JAX_PLATFORMS", "cpu")
@@ -42,4 +46,27 @@ def test_colab_notebook_runs_on_8_cpu_devices(tmp_path, monkeypatch):
   assert "restored update 8" in text, text
   assert "opponent    optimal" in text, text
   assert "exact win probability vs optimal: greedy 0." in text, text
+  assert re.search(r"^anakin_mz \S+ from ", text, flags=re.M), text
+  assert re.search(r"^measured: \d+ env steps/s", text, flags=re.M), text
+  assert "preset cpu: 8 lanes, batch 16" in text, text
   assert os.path.isdir(tmp_path / "notebooks" / "runs" / "nannon_colab" / "checkpoints")
+
+
+def _first_cell():
+  nb = nbformat.read(NOTEBOOK, as_version=4)
+  return next(c for c in nb.cells if c.cell_type == "code").source
+
+
+def test_colab_install_needs_a_repo_url_and_no_restart(monkeypatch):
+  """On Colab an empty REPO_URL (a form field) stops the run with a message
+  saying what to fill in; the install is a plain `pip install` (an editable
+  one would need a kernel restart before `import anakin_mz`)."""
+  source = _first_cell()
+  assert 'REPO_URL = ""  # @param {type:"string"}' in source
+  assert "USE_DRIVE = False  # @param" in source
+  install = [line for line in source.splitlines() if "pip install" in line]
+  assert install and all(" -e " not in line for line in install), install
+  monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+  code = TransformerManager().transform_cell(source)
+  with pytest.raises(SystemExit, match="Set REPO_URL in this cell"):
+    exec(code, {"get_ipython": lambda: None})

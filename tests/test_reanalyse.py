@@ -12,7 +12,6 @@ buffer wraps, so some starts read episodes cut by the write head.
 """
 
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +25,7 @@ from anakin_mz.networks import Network
 from anakin_mz.search import ndmz_search
 from anakin_mz.selfplay import init_actors, rollout
 
-NANNON = os.path.join(os.path.dirname(__file__), "..", "configs", "nannon.yaml")
+NANNON = "nannon"  # a shipped config, by name
 B, T, CHUNKS, CAP, K, N = 4, 12, 4, 32, 3, 16
 DETERMINISTIC = [
   "search.dirichlet_fraction=0",

@@ -206,6 +206,82 @@ def _restore_poisoned(directory, bad, meta, template):
   ckpt.restore(str(directory), template)
 
 
+# ------------------------------------------------------------ corrupt and failed checkpoints
+
+
+def _garble(step_dir):
+  """Overwrites every data file of a saved step's state (as a bad disk would)."""
+  for root, _, files in os.walk(os.path.join(step_dir, "state")):
+    for name in files:
+      if not name.startswith("_"):
+        with open(os.path.join(root, name), "wb") as f:
+          f.write(b"garbage")
+
+
+def test_resume_skips_a_corrupt_latest_checkpoint_with_one_warning(tmp_path, capsys):
+  cfg = tiny("train.total_updates=100000", "train.checkpoint_every=4")
+  directory = str(tmp_path / "checkpoints")
+  run.train(cfg, logdir=str(tmp_path), max_updates=8, progress=False)
+  assert ckpt.steps(directory) == (4, 8)
+  _garble(os.path.join(directory, "8"))
+  capsys.readouterr()
+  again = run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=12, progress=False)
+  err = capsys.readouterr().err
+  warnings = [line for line in err.splitlines() if "warning" in line.lower()]
+  assert len(warnings) == 1, err
+  assert warnings[0].startswith(f"warning: checkpoint step(s) 8 in {directory!r} cannot be read")
+  assert "resuming from step 4, the newest readable one" in warnings[0]
+  assert again.history[0]["update_step"] == 8  # the first step after 4
+  # Step 8 is saved again; the unreadable one is kept aside, out of the steps.
+  assert ckpt.steps(directory) == (4, 8, 12)
+  assert os.path.isdir(os.path.join(directory, "8.unreadable"))
+  # It continued exactly from step 4: the uninterrupted run's params.
+  full = run.train(
+    tiny("train.total_updates=100000", "train.checkpoint_every=0"),
+    logdir=str(tmp_path / "full"),
+    max_updates=12,
+    progress=False,
+  )
+  _assert_trees_equal(_params(directory)[0], full.state.params)
+  # With no readable step left, resuming is an error that names each one.
+  for step in (4, 8, 12):
+    _garble(os.path.join(directory, str(step)))
+  with pytest.raises(
+    ckpt.CheckpointError, match=r"no checkpoint in .* can be read: step 12: .*step 4"
+  ):
+    run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=16, progress=False)
+
+
+def test_a_failed_save_leaves_the_earlier_checkpoints_readable(tmp_path, monkeypatch):
+  import errno
+
+  import etils.epath
+
+  cfg = tiny("train.total_updates=100000", "train.checkpoint_every=4")
+  directory = str(tmp_path / "checkpoints")
+  run.train(cfg, logdir=str(tmp_path), max_updates=4, progress=False)
+
+  # The disk fills up: the next save writes its arrays, then fails on its
+  # JSON metadata, part-way through.
+  def full_disk(self, *args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+  monkeypatch.setattr(etils.epath.Path, "write_text", full_disk)
+  with pytest.raises(ckpt.CheckpointError) as e:
+    run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
+  monkeypatch.undo()
+  message = str(e.value)
+  assert message.startswith(f"cannot save step 8 to {directory!r}: ")
+  assert "No space left on device" in message and "(steps 4 are intact)" in message
+  assert ckpt.steps(directory) == (4,)
+  assert os.listdir(directory) == ["4"]  # the partial step is gone
+  params, meta = _params(directory)
+  assert meta["step"] == 4 and not ckpt.nonfinite_leaves(params)
+  # With space again, the run resumes from it and saves step 8.
+  run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
+  assert ckpt.steps(directory) == (4, 8)
+
+
 # ------------------------------------------------------------ overrides
 
 

@@ -1,6 +1,6 @@
 """Sizing runs to the hardware (`anakin_mz.scaling`), the kernel-chain count
 of a compiled step (`profiling.sequential_ops`), `--devices auto`
-(`host.auto_devices`) and scripts/benchmark_scale.py."""
+(`run.fit_devices`) and scripts/benchmark_scale.py."""
 
 import json
 import os
@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 import tiny
 
-from anakin_mz import host, scaling
+from anakin_mz import run, scaling
 from anakin_mz.profiling import sequential_ops
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -54,15 +54,31 @@ def test_presets():
     scaling.preset(cfg, "gpu", 1)
 
 
-def test_auto_devices_divide_the_sizes(monkeypatch):
-  monkeypatch.setattr(host, "usable_cores", lambda: 8)
-  assert host.auto_devices() == 8
-  assert host.auto_devices([64, 256]) == 8
-  assert host.auto_devices([12, 24]) == 6
-  assert host.auto_devices([7]) == 7
-  assert host.auto_devices([9, 256]) == 1
-  assert host.parse_devices("auto", [12]) == 6
-  assert host.parse_devices("3", [12]) == 3
+def test_auto_devices_fit_the_sizes():
+  cfg = tiny.tiny_config("nannon")  # 4 lanes, batch 8
+  assert run.fit_devices(8, cfg) == 4 and run.fit_devices(2, cfg) == 2
+  assert run.fit_devices(3, cfg) == 2 and run.fit_devices(1, cfg) == 1
+  wide = tiny.tiny_config("nannon", "train.num_envs=12", "train.batch_size=24")
+  assert run.fit_devices(8, wide) == 6
+  # Reanalysed rows must split too: 6 of 24 rows.
+  assert (
+    run.fit_devices(
+      8,
+      tiny.tiny_config(
+        "nannon", "train.num_envs=12", "train.batch_size=24", "train.reanalyse_fraction=0.25"
+      ),
+    )
+    == 6
+  )
+  assert (
+    run.fit_devices(
+      8,
+      tiny.tiny_config(
+        "nannon", "train.num_envs=12", "train.batch_size=24", "train.reanalyse_fraction=0.125"
+      ),
+    )
+    == 3
+  )
 
 
 def _ops(fn, *args, **kw):

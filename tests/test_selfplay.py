@@ -10,7 +10,6 @@ buffers, start by start.
 """
 
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -174,7 +173,7 @@ def test_decision_only_search_gives_the_targets_of_search_everywhere(chance_run)
 
 
 def test_search_at_chance_flag_must_be_a_bool():
-  path = os.path.join(os.path.dirname(__file__), "..", "configs", "nannon.yaml")
+  path = "nannon"  # a shipped config, by name
   assert config_lib.load(path, ["train.search_at_chance=true"]).train.search_at_chance
   with pytest.raises(ValueError, match="train.search_at_chance must be of type bool"):
     config_lib.load(path, ["train.search_at_chance=sometimes"])

@@ -56,7 +56,7 @@ from anakin_mz import host
 host.configure(int(devices))
 import jax, numpy as np
 from anakin_mz import config as config_lib, run
-cfg = config_lib.load(os.path.join("configs", "catch.yaml"),
+cfg = config_lib.load("catch",
                       sys.argv[7:] + [f"train.checkpoint_every={every}"])
 result = run.train(cfg, logdir=logdir, resume=resume == "1", max_updates=int(updates),
                    progress=False)
@@ -173,7 +173,7 @@ def test_two_processes_train_as_one(tmp_path, one_device):
     np.testing.assert_allclose(out["loss"], ref["loss"][:2], rtol=1e-5)
   assert ckpt.steps(str(tmp_path / "multi" / "checkpoints")) == (8,)
   # The 4-device checkpoint restores in this 1-device process.
-  learner = Learner(config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY))
+  learner = Learner(config_lib.load("catch", TINY))
   state, meta = ckpt.restore(str(tmp_path / "multi" / "checkpoints"), learner.abstract_state())
   assert meta["num_devices"] == 4 and int(state.update_step) == 8
 
@@ -184,7 +184,7 @@ from anakin_mz import host
 host.configure(2)
 from anakin_mz import config as config_lib
 from anakin_mz.agents import make_learner
-learner = make_learner(config_lib.load("configs/catch.yaml", sys.argv[1:]))
+learner = make_learner(config_lib.load("catch", sys.argv[1:]))
 hlo = learner.jit_step.lower(learner.abstract_state()).compile().as_text()
 kinds = "all-gather|all-to-all|collective-permute|reduce-scatter|all-reduce|collective-broadcast"
 ops = re.findall(rf"= ([a-z0-9]+)\[([0-9,]*)\]\S* ({kinds})(?:-start)?\(", hlo)
@@ -216,7 +216,7 @@ def test_two_devices_share_only_reductions(agent):
 
 def test_sizes_must_divide_over_the_devices():
   def learner(devices, *extra):
-    cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY + list(extra))
+    cfg = config_lib.load("catch", TINY + list(extra))
     return Learner(cfg, mesh=type("FakeMesh", (), {"size": devices})())
 
   with pytest.raises(ValueError, match=r"train\.num_envs=8 does not divide over 3 devices"):
@@ -229,7 +229,7 @@ def test_sizes_must_divide_over_the_devices():
 def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
   """A checkpoint of the pmap run loop (a leading device axis, `num_devices`
   in the metadata, no `state_layout`) gets one clear error."""
-  cfg = config_lib.load(os.path.join(ROOT, "configs", "catch.yaml"), TINY)
+  cfg = config_lib.load("catch", TINY)
   learner = Learner(cfg)
   state = jax.tree.map(lambda x: np.asarray(x)[None], learner.init(jax.random.PRNGKey(0)))
   meta = ckpt.make_metadata(cfg.to_dict(), "catch", learner.env.version, 4)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 import tiny
 
+from anakin_mz import config as config_lib
 from anakin_mz import strength
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A fixed temperature span keeps total_updates out of the compiled step.
 TINY = tiny.TINY + ("train.temperature_decay_updates=100",)
@@ -23,13 +23,15 @@ def _write(path, text):
   return str(path)
 
 
-def test_the_project_bar_file_loads_and_names_existing_configs_or_the_12_5_6_one():
-  bars = strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml"))
+def test_the_project_bar_file_loads_and_names_shipped_configs():
+  bars = strength.load_bars()  # the shipped bar file
   names = [b.name for b in bars]
   assert names[:1] == ["nannon"] and "catch" in names and len(set(names)) == len(names)
   for b in bars:
-    assert os.path.dirname(b.config) == os.path.join(ROOT, "configs")
+    assert b.config in config_lib.shipped(), b  # by name: found wherever the package is
     assert b.measure.split(".")[0] in ("wdl", "score", "exact"), b
+  # The recorded command names the shipped config as the bar does.
+  assert f"--config={bars[0].config} " in strength.train_command(bars[0], 0, "runs/x")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +61,7 @@ def test_a_bad_bar_file_is_a_clear_error(tmp_path, body, message):
 def test_missing_bar_file_and_unknown_bar_names():
   with pytest.raises(ValueError, match="cannot read bar file"):
     strength.load_bars("/nonexistent/bars.yaml")
-  bars = strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml"))
+  bars = strength.load_bars()
   with pytest.raises(ValueError, match="unknown bar.*'chess'.*valid: nannon"):
     strength.select(bars, ["chess"])
   assert [b.name for b in strength.select(bars, ["catch", "nannon"])] == ["nannon", "catch"]
@@ -84,7 +86,7 @@ def test_a_tiny_catch_bar_trains_evaluates_is_reused_and_makes_a_table(tmp_path)
   overrides = ", ".join(f'"{o}"' for o in TINY + ("train.total_updates=8",))
   bars = _write(
     tmp_path / "bars.yaml",
-    f"bars:\n  - {{name: tiny, config: {os.path.join(ROOT, 'configs', 'catch.yaml')}, "
+    f"bars:\n  - {{name: tiny, config: {config_lib.shipped_path('catch.yaml')}, "
     f"minutes: 5, measure: score, bar: -1, games: 20, overrides: [{overrides}]}}\n",
   )
   (bar,) = strength.load_bars(bars)
@@ -115,9 +117,9 @@ def test_a_tiny_catch_bar_trains_evaluates_is_reused_and_makes_a_table(tmp_path)
 
 
 def test_check_config_loads_every_project_bar_and_names_the_bar_of_a_bad_one(tmp_path):
-  for bar in strength.load_bars(os.path.join(ROOT, "configs", "strength.yaml")):
+  for bar in strength.load_bars():
     strength.check_config(bar)
-  catch = os.path.join(ROOT, "configs", "catch.yaml")
+  catch = config_lib.shipped_path("catch.yaml")
   cases = [
     (f"config: {catch}, overrides: [search.num_simulation=8]", "bar 'b'.*num_simulation"),
     (
@@ -126,9 +128,16 @@ def test_check_config_loads_every_project_bar_and_names_the_bar_of_a_bad_one(tmp
       "bar 'b'.*max_num_considered_actions",
     ),
     (f"config: {tmp_path / 'none.yaml'}", "bar 'b'.*does not exist"),
+    ("config: nosuch", "bar 'b'.*'nosuch' does not exist.*shipped configs: breakthrough"),
   ]
   for fields, message in cases:
     body = f"bars: [{{name: b, {fields}, minutes: 1, measure: score, bar: 1}}]"
     (bar,) = strength.load_bars(_write(tmp_path / "bars.yaml", body))
     with pytest.raises(ValueError, match=message):
       strength.check_config(bar)
+  # A relative path is the bar file's neighbour, whatever the working directory.
+  shutil.copy(catch, tmp_path / "mine.yaml")
+  body = "bars: [{name: b, config: mine.yaml, minutes: 1, measure: score, bar: 1}]"
+  (bar,) = strength.load_bars(_write(tmp_path / "bars.yaml", body))
+  assert bar.config == str(tmp_path / "mine.yaml")
+  strength.check_config(bar)

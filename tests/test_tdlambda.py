@@ -179,7 +179,7 @@ def test_expectimax_averages_the_chance_outcomes():
 
 def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   config = config_lib.load(
-    "configs/catch.yaml",
+    "catch",
     [
       "agent=tdlambda",
       "env.params.rows=4",

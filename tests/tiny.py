@@ -1,4 +1,4 @@
-"""The tiny training config the tests share: every real config in configs/,
+"""The tiny training config the tests share: every shipped config (anakin_mz/configs/),
 shrunk so that a training step compiles and runs in seconds on a CPU.
 
 Tests import it as `import tiny` (pytest puts tests/ on the path). Tests that
@@ -19,7 +19,7 @@ TINY = (
   "network.latent_dim=8",
   "network.kind=mlp",
   "search.num_simulations=3",
-  # A Gumbel root's m may not exceed the simulations (configs/breakthrough.yaml has 8).
+  # A Gumbel root's m may not exceed the simulations (breakthrough.yaml has 8).
   "search.max_num_considered_actions=3",
   "train.num_envs=4",
   "train.rollout_length=4",
@@ -35,10 +35,10 @@ TINY = (
 
 
 def config_path(name: str) -> str:
-  """configs/<name>.yaml of this checkout."""
-  return os.path.join(ROOT, "configs", f"{name}.yaml")
+  """The shipped config <name> (anakin_mz/configs/<name>.yaml)."""
+  return config_lib.shipped_path(f"{name}.yaml")
 
 
 def tiny_config(name: str, *extra: str) -> config_lib.Config:
-  """configs/<name>.yaml with the TINY overrides, then `extra`."""
+  """The shipped config <name> with the TINY overrides, then `extra`."""
   return config_lib.load(config_path(name), list(TINY) + list(extra))

@@ -22,9 +22,9 @@ from anakin_mz import agent as agent_lib
 from anakin_mz import checkpoint as ckpt
 
 
-def specs() -> Tuple[str, ...]:
-  """Every valid spec form."""
-  return envs.bots.specs() + ("checkpoint:DIR[@STEP]",)
+def specs(env: Optional[envs.Env] = None) -> Tuple[str, ...]:
+  """Every valid spec form; with `env`, those that can play it."""
+  return envs.bots.specs(env) + ("checkpoint:DIR[@STEP]",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +64,7 @@ def make_opponent(spec: str, env: envs.Env, *, simulations: Optional[int] = None
       problems, a ValueError subclass).
   """
   if not isinstance(spec, str) or not spec:
-    raise ValueError(f"opponent spec must be a non-empty string; valid: {', '.join(specs())}")
+    raise ValueError(f"opponent spec must be a non-empty string; valid: {', '.join(specs(env))}")
   if spec.startswith("checkpoint:"):
     directory, step = parse_checkpoint_spec(spec[len("checkpoint:") :])
     if not directory:
@@ -72,10 +72,11 @@ def make_opponent(spec: str, env: envs.Env, *, simulations: Optional[int] = None
     return checkpoint_opponent(directory, step, env, simulations=simulations)
   try:
     name, policy = envs.bots.make_bot(spec, env)
-  except ValueError as e:
-    if str(e).startswith("unknown opponent"):
-      raise ValueError(f"unknown opponent {spec!r}; valid: {', '.join(specs())}") from None
-    raise
+  except envs.bots.UnknownBotError:
+    raise ValueError(
+      f"unknown opponent {spec!r} for {env.id}; valid: {', '.join(specs(env))} "
+      f"(the opponents that play {env.id})"
+    ) from None
   return Opponent(name, policy)
 
 

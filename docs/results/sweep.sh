@@ -16,7 +16,7 @@ sweep() {
     seed=0; case $name in *_s1) seed=1 ;; esac
     dir=runs/${game}_sweep/$name
     # $overrides and $eval_args unquoted: one argument per word.
-    taskset -c "$core" python3 scripts/train.py --env "$game" --config "configs/$game.yaml" \
+    taskset -c "$core" python3 scripts/train.py --env "$game" --config "$game" \
       --minutes "$minutes" --seed "$seed" --logdir "$dir" --no-progress \
       "train.total_updates=$updates" $overrides > "$dir.log" 2>&1
     taskset -c "$core" python3 scripts/evaluate.py --checkpoint "$dir/checkpoints" \

@@ -62,12 +62,11 @@ class Bot:
     """None if the bot can play `env`, else why not."""
     if self.games is not None and env.id not in self.games:
       return (
-        f"opponent {self.name!r} needs {self.needs} ({', '.join(self.games)}); "
-        f"env {env.id!r} has none"
+        f"bot {self.name!r} needs {self.needs} ({', '.join(self.games)}); env {env.id!r} has none"
       )
     if self.applies is not None and not self.applies(env):
       return (
-        f"opponent {self.name!r} needs {self.needs}; env {env.id!r} has "
+        f"bot {self.name!r} needs {self.needs}; env {env.id!r} has "
         f"{env.num_players} players, payoff {env.payoff!r}, "
         f"{env.num_chance_outcomes} chance outcomes"
       )
@@ -111,9 +110,14 @@ def register_evaluator(evaluator: Evaluator) -> Evaluator:
   return evaluator
 
 
-def specs() -> Tuple[str, ...]:
-  """Every registered bot's spec, e.g. ("random", "mcts[:simulations]", ...)."""
-  return tuple(b.spec for b in _BOTS.values())
+class UnknownBotError(ValueError):
+  """A bot name that is not registered."""
+
+
+def specs(env: Optional[Env] = None) -> Tuple[str, ...]:
+  """Every registered bot's spec, e.g. ("random", "mcts[:simulations]", ...);
+  with `env`, only those of the bots that can play it."""
+  return tuple(b.spec for b in _BOTS.values() if env is None or b.why_not(env) is None)
 
 
 def _split_arg(spec: str, bot: Bot) -> Optional[int]:
@@ -121,13 +125,13 @@ def _split_arg(spec: str, bot: Bot) -> Optional[int]:
   if not sep:
     return bot.default
   if bot.arg is None:
-    raise ValueError(f"opponent {bot.name!r} takes no argument, got {spec!r}")
+    raise ValueError(f"bot {bot.name!r} takes no argument, got {spec!r}")
   try:
     value = int(text)
   except ValueError:
-    raise ValueError(f"opponent {spec!r}: {bot.arg} must be an integer, got {text!r}") from None
+    raise ValueError(f"bot {spec!r}: {bot.arg} must be an integer, got {text!r}") from None
   if value < 1:
-    raise ValueError(f"opponent {spec!r}: {bot.arg} must be >= 1, got {value}")
+    raise ValueError(f"bot {spec!r}: {bot.arg} must be >= 1, got {value}")
   return value
 
 
@@ -136,17 +140,21 @@ def make_bot(spec: str, env: Env) -> Tuple[str, Policy]:
   ("mcts:64", policy).
 
   Raises:
-    ValueError: an unknown bot, a bad argument, or a bot that cannot play
-      `env` (the message says which games it is for).
+    UnknownBotError: an unknown bot (the message lists `env`'s bots).
+    ValueError: a bad argument, or a bot that cannot play `env` (the
+      message says which games it is for).
   """
   name = spec.partition(":")[0]
   if name not in _BOTS:
-    raise ValueError(f"unknown opponent {spec!r}; valid: {', '.join(specs())}")
+    raise UnknownBotError(
+      f"unknown bot {spec!r} for {env.id}; valid: {', '.join(specs(env))} "
+      f"(the bots that play {env.id})"
+    )
   bot = _BOTS[name]
   arg = _split_arg(spec, bot)
   reason = bot.why_not(env)
   if reason:
-    raise ValueError(reason)
+    raise ValueError(f"{reason}; the bots that play {env.id}: {', '.join(specs(env))}")
   if bot.arg is None:
     return bot.name, bot.make(env)
   return f"{bot.name}:{arg}", bot.make(env, arg)

@@ -8,7 +8,7 @@ minutes=${1:?minutes}
 round=${2:?round: 1 or 2}
 core=${3:-1}
 mkdir -p runs/sweep
-# Round 1: one knob at a time from configs/nannon.yaml, seed 0.
+# Round 1: one knob at a time from anakin_mz/configs/nannon.yaml, seed 0.
 round1=(
   "base|"
   "rr2|train.replay_ratio=2"

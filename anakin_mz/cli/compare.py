@@ -1,0 +1,123 @@
+"""Compares agents on one game with the same budget (NDMZ paper, Figures 2 and 3).
+
+    anakin-mz compare --env nannon --agents ndmz --seeds 0,1 \\
+        --env-steps 2e6 --every 2e5 --out runs/compare_nannon
+    anakin-mz compare --env nannon --config nannon_12_5_6 \\
+        --agents ndmz,alphazero,tdlambda --minutes 60 --every 10 --out runs/compare_12_5_6
+    anakin-mz compare --report-only --out runs/compare_nannon
+    anakin-mz compare --merge runs/cmp_s0 runs/cmp_s1 --out runs/cmp  # one report
+
+Each run (agent x seed) is an ordinary run directory `<out>/<agent>_s<seed>`
+(TensorBoard, checkpoints; `evaluate --checkpoint` and `plot` work on
+it). On the schedule (`--every`, and at the start) each run is scored: the
+game's exact evaluators on the greedy network policy (Nannon: exact win
+probability against the optimal and the random player), the greedy search
+agent against random in a match, and the paper's dynamics tests. The results
+go to `<out>/compare.md` (tables at equal env steps and at equal wall-clock),
+`<out>/figure2.png` and `<out>/figure3_<run>.png`.
+
+Run the same command again to resume (each run continues from its last
+checkpoint). An agent entry may carry overrides of its own:
+`--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
+`agent=<name>` to the config (where the config has an `agent` key; without
+one only `ndmz` is valid). Library: `anakin_mz.compare`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import envs
+from anakin_mz import config as config_lib
+from anakin_mz import host
+from anakin_mz.cli import options
+
+
+def main(argv=None, prog=None) -> int:
+  parser = options.parser(__doc__, prog)
+  parser.add_argument("--env", help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides for every run")
+  parser.add_argument(
+    "--agents",
+    default="ndmz",
+    help=f"comma-separated, of {', '.join(config_lib.AGENTS)}",
+  )
+  parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each")
+  budget = parser.add_mutually_exclusive_group()
+  budget.add_argument("--env-steps", type=options.real, help="budget: env steps per run")
+  budget.add_argument("--minutes", type=options.real, help="budget: training minutes per run")
+  parser.add_argument(
+    "--every", type=options.real, help="score every this many env steps / minutes"
+  )
+  parser.add_argument("--eval-games", type=int, default=500, help="match games per score (even)")
+  parser.add_argument("--out", required=True, help="the comparison's directory")
+  parser.add_argument(
+    "--report-only", action="store_true", help="only redraw the table and figures from --out"
+  )
+  parser.add_argument(
+    "--merge",
+    nargs="+",
+    metavar="DIR",
+    help="report over the runs of these comparisons (same settings) in --out",
+  )
+  parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train.py)")
+  args = parser.parse_intermixed_args(argv)
+  try:  # before anything starts JAX
+    devices = host.configure(args.devices)
+  except ValueError as e:
+    parser.error(str(e))
+
+  from anakin_mz import compare
+
+  if args.report_only or args.merge:
+    try:
+      if args.merge:
+        compare.merge(args.out, args.merge)
+      spec = compare.read_spec(args.out)
+      rows = compare.load_rows(args.out)
+      config = config_lib.load(spec["config"], spec["overrides"])
+      paths = compare.write_report(
+        args.out,
+        rows,
+        compare.Budget(**spec["budget"]),
+        compare.references(config),
+        spec.get("title", ""),
+      )
+    except ValueError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return 2
+    print("\n".join(paths))
+    return 0
+
+  if not args.env:
+    parser.error("--env is required (unless --report-only)")
+  if args.env not in envs.registered():
+    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  if (args.env_steps is None) == (args.minutes is None):
+    parser.error("give one budget: --env-steps N or --minutes M")
+  if args.every is None:
+    parser.error("--every is required: score every this many env steps (or minutes)")
+  try:
+    seeds = [int(s) for s in args.seeds.split(",")]
+  except ValueError:
+    parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
+  try:
+    unit = "env_steps" if args.env_steps is not None else "minutes"
+    plan = compare.Budget(unit, args.env_steps or args.minutes, args.every)
+    runs = compare.parse_runs(args.agents, seeds)
+    base, path, overrides = config_lib.load_for_env(args.env, args.config, args.overrides)
+  except ValueError as e:
+    parser.error(str(e))
+
+  print(f"devices: {devices}", flush=True)
+  title = f"{base.env} {dict(base.env_params)}: {args.agents}, seeds {args.seeds}"
+  try:
+    compare.compare(path, overrides, runs, plan, args.out, eval_games=args.eval_games, title=title)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  with open(os.path.join(args.out, "compare.md"), encoding="utf-8") as f:
+    print(f.read())
+  return 0

@@ -1,0 +1,140 @@
+"""Train NDMZ on a registered game.
+
+    anakin-mz train --env=nannon                 # or: python scripts/train.py --env=nannon
+    anakin-mz train --env=catch train.total_updates=2000 search.num_simulations=16
+    anakin-mz train --env=nannon --minutes 60 --logdir runs/nannon
+    anakin-mz train --env=nannon --logdir runs/nannon --resume
+    anakin-mz train --env=nannon --agent=alphazero   # tdlambda, stochastic_muzero
+    anakin-mz train --env=nannon --config=nannon_12_5_6
+    anakin-mz train --env=pgx-othello --updates 1e4
+
+The config is the game's shipped one (`anakin_mz/configs/<env>.yaml`; a game
+without one, such as the adapted `pgx-*` and `minatar-*` games, gets the
+generic config of its kind) unless --config names a YAML file or another
+shipped config; `section.key=value` arguments override it, before or after
+the options. Numbers, here and in --updates and --minutes, may be written
+3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
+
+On CPU the run uses one JAX device per usable core (`--devices auto`, the
+fastest measured; see anakin_mz/host.py; as many as divide the run's
+sizes), `--devices N` forces N host devices. Each device plays, searches
+and learns on its own lanes (anakin_mz/mesh.py); `train.num_envs` and
+`train.batch_size` are global and must divide by their number. `--resume`
+works on any device count. `--preset accelerator` sizes the run for a GPU
+or TPU (1024 lanes per device, the batch and learning rate scaled with
+them: anakin_mz/scaling.py); `--preset cpu` (the default) keeps the
+config's sizes. A multi-host run (TPU slice, SLURM, Open MPI, or
+JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
+`jax.distributed` first (anakin_mz/host.py).
+
+Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
+<logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
+A non-finite loss, gradient norm or parameter stops the run with exit code 3,
+keeping the last good checkpoint and writing nothing non-finite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import envs
+from anakin_mz import config as config_lib
+from anakin_mz import host, scaling
+from anakin_mz.cli import options
+
+
+def main(argv=None, prog=None) -> int:
+  parser = options.parser(__doc__, prog)
+  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
+  parser.add_argument(
+    "--agent",
+    default=None,
+    help=f"one of {', '.join(config_lib.AGENTS)} (default ndmz): shorthand for the "
+    "override agent=NAME",
+  )
+  parser.add_argument(
+    "--updates",
+    type=options.integer,
+    default=None,
+    help="stop after this many updates (default train.total_updates)",
+  )
+  parser.add_argument("--minutes", type=options.real, default=None, help="wall-clock budget")
+  parser.add_argument("--logdir", default=None, help="default runs/<env>")
+  parser.add_argument(
+    "--resume",
+    action="store_true",
+    help="continue from the latest checkpoint in <logdir>/checkpoints",
+  )
+  parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+  parser.add_argument(
+    "--devices",
+    default="auto",
+    help="CPU devices: 'auto' (one per usable core, the fastest measured) or N",
+  )
+  parser.add_argument(
+    "--preset",
+    default="cpu",
+    help=f"sizes for the hardware: {', '.join(scaling.PRESETS)} (default cpu: the config's)",
+  )
+  args = parser.parse_intermixed_args(argv)
+  try:  # before anything starts JAX
+    devices = host.configure(args.devices)
+  except ValueError as e:
+    parser.error(str(e))
+  import jax
+
+  if args.env not in envs.registered():
+    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  overrides = list(args.overrides)
+  if args.seed is not None:
+    overrides.append(f"seed={args.seed}")
+  if args.agent is not None:
+    overrides.append(f"agent={args.agent}")
+  try:
+    cfg, _, _ = config_lib.load_for_env(args.env, args.config, overrides)
+    cfg = scaling.preset(cfg, args.preset, jax.device_count())
+  except ValueError as e:
+    parser.error(str(e))
+  if args.updates is not None and args.updates < 1:
+    parser.error("--updates must be >= 1")
+  if args.minutes is not None and args.minutes <= 0:
+    parser.error("--minutes must be > 0")
+  logdir = args.logdir or os.path.join("runs", args.env)
+
+  from anakin_mz import run  # after validation: errors come fast
+
+  mesh = run.auto_mesh(cfg) if args.devices == "auto" else None
+  if mesh is not None and mesh.size < jax.device_count():
+    devices += f"; the run trains on {mesh.size} of them (its sizes divide by {mesh.size})"
+  print(f"devices: {devices}", flush=True)
+
+  try:
+    result = run.train(
+      cfg,
+      logdir=logdir,
+      resume=args.resume,
+      max_updates=args.updates,
+      max_minutes=args.minutes,
+      progress=not args.no_progress,
+      mesh=mesh,
+    )
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  except run.NonFiniteError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 3
+  if result.evals:
+    print("latest evaluation:", json.dumps(result.evals[-1], indent=1))
+  print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
+  if result.stopped_by in ("SIGINT", "SIGTERM"):
+    print(
+      f"stopped by {result.stopped_by}; to continue, run the same command "
+      f"with --resume (logdir {logdir})"
+    )
+  return 0
