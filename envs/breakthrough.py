@@ -50,7 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import TERMINAL, Game, materialize
+from envs.core import TERMINAL, Game
+from envs.fusion import materialize
 from envs.registry import register
 
 EMPTY, BLACK, WHITE = 0, 1, 2  # cell values; player p's pieces are p + 1

@@ -52,7 +52,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import CHANCE, TERMINAL, Game, materialize
+from envs.core import CHANCE, TERMINAL, Game
+from envs.fusion import materialize
 from envs.registry import register
 
 SIZE = 5

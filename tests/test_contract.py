@@ -165,7 +165,7 @@ def test_keyed_step_samples_chance_variants(name, params):
 
 def test_materialize_is_bit_exact():
   # The fusion boundary on per-game scalars must not change a bit.
-  from envs.core import materialize  # pylint: disable=import-outside-toplevel
+  from envs.fusion import materialize  # pylint: disable=import-outside-toplevel
 
   tree = (
     np.array([1.5, -np.inf, np.nan, -0.0], np.float32),
