@@ -1,4 +1,4 @@
-"""Tests of the NDMZ search (anakin_mz/search.py).
+"""Tests of the NDMZ search (anakin_mz/search/).
 
 The models are lookup tables passed as `params` (so one compiled search serves
 many models): a node's embedding is its table row, `next[row, unified_action]`
@@ -21,6 +21,7 @@ import pytest
 from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 
 from anakin_mz import search
+from anakin_mz.search import puct
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
@@ -430,7 +431,7 @@ def test_dirichlet_noise_legal_only():
   legal[:, [1, 4, 7]] = True
   probs = jnp.full((n, num_actions), 1.0 / num_actions)
   key = jax.random.PRNGKey(0)
-  noisy = search._add_dirichlet_noise(
+  noisy = puct._add_dirichlet_noise(
     key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0, legal=jnp.asarray(legal)
   )
   noisy = np.asarray(noisy)
@@ -438,18 +439,18 @@ def test_dirichlet_noise_legal_only():
   np.testing.assert_allclose(noisy.sum(-1), 1.0, rtol=1e-5)
   np.testing.assert_allclose(noisy[:, [1, 4, 7]].mean(0), 1 / 3, atol=0.03)
   mixed = np.asarray(
-    search._add_dirichlet_noise(
+    puct._add_dirichlet_noise(
       key, probs, dirichlet_alpha=0.3, dirichlet_fraction=0.25, legal=jnp.asarray(legal)
     )
   )
   np.testing.assert_allclose(mixed[legal].reshape(n, 3).sum(-1), 0.75 * 0.3 + 0.25, rtol=1e-5)
   plain = np.asarray(
-    search._add_dirichlet_noise(key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0)
+    puct._add_dirichlet_noise(key, probs, dirichlet_alpha=0.3, dirichlet_fraction=1.0)
   )
   np.testing.assert_allclose(plain[:, [1, 4, 7]].sum(-1).mean(), 0.3, atol=0.03)
   # No legal action: no noise is added.
   none = np.asarray(
-    search._add_dirichlet_noise(
+    puct._add_dirichlet_noise(
       key,
       probs[:2],
       dirichlet_alpha=0.3,

@@ -26,7 +26,7 @@ import pytest
 from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 import tiny
 
-from anakin_mz import search
+from anakin_mz.search import gumbel
 from anakin_mz.anakin import Learner
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
@@ -165,7 +165,7 @@ def test_equals_gumbel_muzero_policy(num_players, sims, considered):
 
 def test_sequential_halving_table_is_mctx_s():
   for m, n in [(1, 5), (2, 4), (4, 20), (16, 16), (16, 50), (5, 7)]:
-    assert search._table_of_considered_visits(m, n) == seq_halving.get_table_of_considered_visits(
+    assert gumbel._table_of_considered_visits(m, n) == seq_halving.get_table_of_considered_visits(
       m, n
     )
 

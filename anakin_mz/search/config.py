@@ -1,0 +1,184 @@
+"""The NDMZ search's settings (`SearchConfig`) and result (`SearchOutput`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Optional
+
+import chex
+import mctx
+
+PAYOFFS = ("single", "zero_sum", "collaborative")
+_IDENTITY_MODES = ("sample", "argmax")
+_CHANCE_MODES = ("sample", "prior_minus_visits")
+_ROOTS = ("puct", "gumbel")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+  """Static settings of the NDMZ search (hashable: usable as a static arg).
+
+  Attributes:
+    num_simulations: simulations per search (each expands one node).
+    max_depth: maximum tree depth in edges (None: num_simulations). As in
+      mctx, a simulation that hits the limit re-evaluates the node there
+      (with identity_mode="sample" its kind is drawn again).
+    dirichlet_alpha: concentration of the root Dirichlet noise.
+    dirichlet_fraction: weight of the noise in the root prior (0 disables it).
+    dirichlet_legal_only: draw the noise over the legal actions only
+      (AlphaZero), so its whole weight lands on moves the root can make. False
+      draws it over all A actions as `mctx.muzero_policy` does; where few of
+      many actions are legal (Carchess: 4 of 100) most of it is then masked
+      away. (A Dirichlet draw restricted to a subset and renormalised is the
+      Dirichlet of that subset, so True is exact AlphaZero noise.)
+    pb_c_init: c_1 of the MuZero PUCT formula.
+    pb_c_base: c_2 of the MuZero PUCT formula.
+    root: "puct" (the root and every choice node use PUCT, with the root
+      Dirichlet noise; the move is drawn from the visit counts) or "gumbel"
+      (Gumbel MuZero, `mctx.gumbel_muzero_policy`: sequential halving over
+      Gumbel-perturbed logits at the root; every interior choice node uses
+      Gumbel MuZero's deterministic rule `argmax(softmax(logits + sigma(Q)) -
+      visits / (1 + sum visits))` on the completed Q seen from its mover's
+      side; chance and terminal nodes are unchanged). With "gumbel" the root
+      Dirichlet settings and pb_c_init / pb_c_base are not used: the Gumbel
+      draw is the root exploration.
+    max_num_considered_actions: (gumbel) m, the actions sequential halving
+      starts with (fewer where fewer are legal). Must not exceed
+      num_simulations: with n < m simulations mctx visits only n of them, the
+      same search as m = n, so a larger m is refused rather than truncated.
+    gumbel_scale: (gumbel) scale of the root Gumbel noise; 0 makes the search
+      deterministic (mctx's setting for evaluation). The noise actually used
+      is `gumbel_scale * temperature` (see `ndmz_search`).
+    completed_q_value_scale: (gumbel) c_scale of sigma(q) = (c_visit +
+      max visits) * c_scale * q, mctx's `value_scale`.
+    completed_q_maxvisit_init: (gumbel) c_visit above, mctx's `maxvisit_init`.
+    completed_q_rescale_values: (gumbel) min-max rescale the completed Q to
+      [0, 1] before sigma (mctx's `rescale_values`).
+    completed_q_use_mixed_value: (gumbel) unvisited actions get the mixed
+      value (raw value and the prior-weighted visited Q, Appendix D of the
+      Gumbel MuZero paper) rather than the raw value (mctx's
+      `use_mixed_value`).
+    identity_mode: "sample" (roulette wheel on the identity head, the NDMZ
+      paper) or "argmax" (the thesis).
+    chance_mode: "sample" (draw the child from the chance policy) or
+      "prior_minus_visits" (deterministic: argmax of prob - visit share).
+    terminal_nodes: predicted-terminal nodes are not expanded further.
+    discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
+      it must be the discount of the value targets the model learned
+      (`Config` sets it from its one `discount`). Below 1 it makes quick
+      wins worth more than slow ones, which separates the moves of a side
+      that wins (or loses) in every line.
+  """
+
+  num_simulations: int = 50
+  max_depth: Optional[int] = None
+  dirichlet_alpha: float = 0.3
+  dirichlet_fraction: float = 0.25
+  dirichlet_legal_only: bool = False
+  pb_c_init: float = 1.25
+  pb_c_base: float = 19652.0
+  root: str = "puct"
+  max_num_considered_actions: int = 16
+  gumbel_scale: float = 1.0
+  completed_q_value_scale: float = 0.1
+  completed_q_maxvisit_init: float = 50.0
+  completed_q_rescale_values: bool = True
+  completed_q_use_mixed_value: bool = True
+  identity_mode: str = "sample"
+  chance_mode: str = "sample"
+  terminal_nodes: bool = True
+  discount: float = 1.0
+
+  def __post_init__(self):
+    if not _is_int(self.num_simulations) or self.num_simulations < 1:
+      raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
+    if self.max_depth is not None and (not _is_int(self.max_depth) or self.max_depth < 1):
+      raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
+    if self.identity_mode not in _IDENTITY_MODES:
+      raise ValueError(
+        f"identity_mode must be one of {_IDENTITY_MODES}, got {self.identity_mode!r}"
+      )
+    if self.chance_mode not in _CHANCE_MODES:
+      raise ValueError(f"chance_mode must be one of {_CHANCE_MODES}, got {self.chance_mode!r}")
+    self._check_number("dirichlet_alpha", 0.0, strict=True)
+    if not 0.0 <= self.dirichlet_fraction <= 1.0:
+      raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction!r}")
+    if not 0.0 < self.discount <= 1.0:
+      raise ValueError(f"discount must be in (0, 1], got {self.discount!r}")
+    self._check_number("pb_c_init", 0.0, strict=False)
+    self._check_number("pb_c_base", 0.0, strict=True)
+    for name in ("dirichlet_legal_only", "terminal_nodes"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+    self._check_root()
+
+  def _check_number(self, name: str, low: float, *, strict: bool):
+    """A real, finite knob above `low` (at or above it unless `strict`)."""
+    value = getattr(self, name)
+    ok = (
+      isinstance(value, numbers.Real)
+      and not isinstance(value, bool)
+      and math.isfinite(value)
+      and (value > low if strict else value >= low)
+    )
+    if not ok:
+      raise ValueError(
+        f"{name} must be a finite number {'>' if strict else '>='} {low}, got {value!r}"
+      )
+
+  def _check_root(self):
+    """The root rule and the Gumbel knobs (checked whatever the root is, so
+    a typo never waits for the day the Gumbel root is switched on)."""
+    if self.root not in _ROOTS:
+      raise ValueError(f"root must be one of {_ROOTS}, got {self.root!r}")
+    m = self.max_num_considered_actions
+    if not _is_int(m) or m < 1:
+      raise ValueError(f"max_num_considered_actions must be an int >= 1, got {m!r}")
+    self._check_number("gumbel_scale", 0.0, strict=False)
+    self._check_number("completed_q_value_scale", 0.0, strict=True)
+    self._check_number("completed_q_maxvisit_init", 0.0, strict=False)
+    for name in ("completed_q_rescale_values", "completed_q_use_mixed_value"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+    if self.root == "gumbel" and m > self.num_simulations:
+      raise ValueError(
+        f"root 'gumbel' with num_simulations={self.num_simulations} below "
+        f"max_num_considered_actions={m}: sequential halving would visit "
+        f"only {self.num_simulations} of the {m} considered actions (mctx "
+        "silently searches as if m were num_simulations); set "
+        f"max_num_considered_actions <= {self.num_simulations} or raise "
+        "num_simulations"
+      )
+
+
+@chex.dataclass(frozen=True)
+class SearchOutput:
+  """Result of `ndmz_search` for a batch of B roots.
+
+  Attributes:
+    action: `[B]` int32 player action. PUCT root: drawn from the root visit
+      counts with the temperature (greedy at temperature 0). Gumbel root: the
+      sequential-halving winner, the argmax of `gumbel + logits + sigma(Q)`
+      over the most visited legal actions.
+    action_weights: `[B, A]` the policy target. PUCT root: the root visit
+      distribution over the legal actions. Gumbel root: the completed-Q
+      policy `softmax(logits + sigma(completed Q))` over the legal actions
+      (mctx's `action_weights`; no noise in it).
+    root_value: `[B]` search value of the root, root mover's POV.
+    search_tree: the `mctx.Tree`, `S = max(A, C)` slots per node, all values
+      root mover's POV with discount `config.discount`.
+      `search_tree.embeddings` is a `_Node` with fields `embedding` (the
+      user's), `kind` `[B, N]` (0 choice, 1 chance, 2 terminal) and `player`
+      `[B, N]` (relative player of choice nodes, 0 otherwise).
+  """
+
+  action: chex.Array
+  action_weights: chex.Array
+  root_value: chex.Array
+  search_tree: mctx.Tree
+
+
+def _is_int(x):
+  return isinstance(x, numbers.Integral) and not isinstance(x, bool)
