@@ -1,69 +1,100 @@
-"""How the agent acts: its moves as `envs.Policy`s (`policy(state, key) ->
-actions`, batched states, key last), built on the NDMZ search.
+"""How an agent acts: the pieces its moves are built from, as `envs.Policy`s
+(`policy(state, key) -> actions`, batched states, key last).
 
-Self-play (`selfplay.rollout`), evaluation (`anakin_mz.eval`), `play.py` and
-`show_search.py` all act through this module; chance outcomes come from
-`envs.chance_outcome`, the one chance sampler.
+An agent hands the runtime its search as a `SearchFn` (`runtime.registry`);
+self-play (`selfplay.rollout`) runs it with a temperature, and `search_player`
+plays it greedily in evaluation, `play.py` and the opponents. The agents that
+search the NDMZ tree on a model's root and recurrent function share
+`tree_search` (`model_search` on a learned model); `logits_player` is the
+greedy choice of any policy head (`root_greedy` a learned model's). Chance
+outcomes come from `envs.chance_outcome`, the one chance sampler.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Protocol
 
 import chex
 import jax.numpy as jnp
 
 import envs
-from anakin_mz import alphazero, lookahead, stochastic_muzero, tdlambda
-from anakin_mz import config as config_lib
-from anakin_mz.networks import Network
 from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
-from anakin_mz.types import Params
+from anakin_mz.types import Model, ModelOutput, Params, RecurrentFn
 
 
-def search_policy(
+class SearchFn(Protocol):
+  """An agent's search from the batched states `state` `[B]` (lanes that are
+  not at a decision node may be searched too; the callers ignore them)."""
+
+  def __call__(
+    self,
+    params: Params,
+    state: envs.State,
+    key: chex.PRNGKey,
+    *,
+    model: Model,
+    env: envs.Env,
+    config: SearchConfig,
+    temperature: chex.Numeric,
+  ) -> SearchOutput: ...
+
+
+def decision_mask(state: envs.State) -> chex.Array:
+  """bool `[B, A]`: the legal moves of the decision states of `state` `[B]`,
+  all moves elsewhere (so a search there stays well defined; its result is
+  ignored)."""
+  decision = state.current_player >= 0
+  return jnp.where(decision[:, None], state.legal_action_mask, True)
+
+
+def tree_search(
   params: Params,
   state: envs.State,
   key: chex.PRNGKey,
   *,
-  network: Network,
+  root: ModelOutput,
+  recurrent_fn: RecurrentFn,
   env: envs.Env,
   config: SearchConfig,
   temperature: chex.Numeric,
 ) -> SearchOutput:
-  """Runs the agent's search from the batched decision states `state` `[B]`.
-
-  The model decides which search (`agents`): a `Network` runs the NDMZ
-  search on its learned model; an `alphazero.TrueModel` runs the same search
-  on the real game; a `stochastic_muzero.StochasticNetwork` runs
-  `mctx.stochastic_muzero_policy` on its afterstate model; a
-  `tdlambda.ValueModel` plays TD-Gammon's 1-ply expectimax (no tree:
-  `search_tree` is None, temperature unused).
-
-  Lanes that are not at a decision node get an all-legal mask so the search
-  stays well defined; their result is ignored by the callers.
-  """
-  if isinstance(network, tdlambda.ValueModel):
-    del key, config, temperature
-    return tdlambda.expectimax(network, params, state)
-  decision = state.current_player >= 0
-  mask = jnp.where(decision[:, None], state.legal_action_mask, True)
-  if isinstance(network, stochastic_muzero.StochasticNetwork):
-    return stochastic_muzero.smz_search(
-      params, key, network, state.observation, mask, config=config, temperature=temperature
-    )
-  if isinstance(network, alphazero.TrueModel):
-    root = network.state_root(params, state)
-  else:
-    root = network.root(params, state.observation)
+  """The NDMZ search (`search.ndmz_search`) from the batched states `state`
+  `[B]`, whose roots the model gave as `root`, expanding with the model's
+  `recurrent_fn`."""
   return ndmz_search(
     params,
     key,
     root,
-    network.recurrent,
-    mask,
+    recurrent_fn,
+    decision_mask(state),
     num_players=env.num_players,
     payoff=env.payoff,
+    config=config,
+    temperature=temperature,
+  )
+
+
+def model_search(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  model: Model,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
+  """A `SearchFn`: the NDMZ search on a learned model (`networks.Network`),
+  its roots from the observations (`model.root`), expanded with
+  `model.recurrent`."""
+  return tree_search(
+    params,
+    state,
+    key,
+    root=model.root(params, state.observation),
+    recurrent_fn=model.recurrent,
+    env=env,
     config=config,
     temperature=temperature,
   )
@@ -74,33 +105,25 @@ def eval_search_config(config: SearchConfig) -> SearchConfig:
   return dataclasses.replace(config, dirichlet_fraction=0.0)
 
 
-def search_agent_policy(
-  network: Network, params: Params, env: envs.Env, config: SearchConfig
+def search_player(
+  search: SearchFn, model: Model, params: Params, env: envs.Env, config: SearchConfig
 ) -> envs.Policy:
-  """The greedy search agent (no root noise, temperature 0); for TD(lambda)
-  its 1-ply expectimax, an `envs.OnePlyPolicy`."""
-  if isinstance(network, tdlambda.ValueModel):
-    return tdlambda.one_ply_policy(network, params)
+  """The greedy search agent: `search` with no root noise at temperature 0."""
   config = eval_search_config(config)
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
-    return search_policy(
-      params, state, key, network=network, env=env, config=config, temperature=0.0
-    ).action
+    return search(params, state, key, model=model, env=env, config=config, temperature=0.0).action
 
   return policy
 
 
-def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
-  """The network's greedy choice policy (argmax of legal policy logits); for
-  TD(lambda), which has no policy head, its greedy 1-ply expectimax (an
-  `envs.OnePlyPolicy`, which exact evaluators may tabulate)."""
-  if isinstance(network, tdlambda.ValueModel):
-    return tdlambda.one_ply_policy(network, params)
+def logits_player(policy_logits: Callable[[chex.Array], chex.Array]) -> envs.Policy:
+  """The greedy choice of a policy head: the legal move of the highest logit
+  of `policy_logits(observation [B, *obs]) -> [B, A]`."""
 
   def policy(state: envs.State, key: chex.PRNGKey) -> chex.Array:
     del key
-    logits = network.root(params, state.observation).policy_logits
+    logits = policy_logits(state.observation)
     return jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), axis=-1).astype(
       jnp.int32
     )
@@ -108,25 +131,13 @@ def greedy_network_policy(network: Network, params: Params) -> envs.Policy:
   return policy
 
 
-def value_policy(
-  network: Network, params: Params, env: envs.Env, *, discount: float
-) -> envs.OnePlyPolicy:
-  """The network's value head in TD-Gammon's 1-ply expectimax on the real
-  game (`anakin_mz.lookahead`'s rule, as TD(lambda) plays): a diagnostic that
-  judges the value head alone, with neither the policy head nor the learned
-  dynamics. (For TD(lambda) it is its own player.)
+def root_greedy(model: Model, params: Params) -> envs.Policy:
+  """The greedy choice of a model's policy head at the root (a model with
+  `root(params, observation) -> ModelOutput`, as `networks.Network`)."""
+  return logits_player(lambda obs: model.root(params, obs).policy_logits)
 
-  Raises ValueError where the real game allows no such lookahead (where
-  TD(lambda) cannot play: `config.supported_agents`).
-  """
-  if "tdlambda" not in config_lib.supported_agents(env):
-    raise ValueError(
-      f"--agent value plays TD(lambda)'s 1-ply expectimax on the real game, which "
-      f"{env.id} does not allow ({config_lib.unsupported_reason(env)}); use --agent "
-      "search or greedy"
-    )
-  if isinstance(network, tdlambda.ValueModel):
-    return tdlambda.one_ply_policy(network, params)
-  return lookahead.one_ply_policy(
-    env, lambda obs: network.root(params, obs).value, discount=discount
-  )
+
+def root_value(model: Model, params: Params) -> Callable[[chex.Array], chex.Array]:
+  """A model's value head at the root, `[M, *obs]` -> `[M]` (the mover's
+  view), for a model with `root` as `root_greedy`'s."""
+  return lambda obs: model.root(params, obs).value

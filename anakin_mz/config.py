@@ -11,7 +11,8 @@ top-level settings:
     train:   {...}                               # TrainConfig below
     seed: 0
     discount: 1.0    # the return's discount: the tree's edges and the value targets
-    agent: ndmz      # ndmz | alphazero | tdlambda | stochastic_muzero (AGENTS)
+    agent: ndmz      # a registered agent (`runtime.registry.names()`)
+    <agent>: {...}   # the agent's own section, where it registers one (`ppo`)
 
 The discount is set once: `Config` hands it to the search (`search.discount`
 is not a key of the file). Configs saved before it moved (with equal
@@ -52,43 +53,12 @@ if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazil
 
 LR_SCHEDULES = ("constant", "cosine")
 
-# The agents (`agent:` at the top level; `anakin_mz.agents` builds each):
-# ndmz: NDMZ, a learned model with chance and turn order (the default);
-# alphazero: AlphaZero, the same search with the real game as its model;
-# tdlambda: TD(lambda) self-play of a value network, 1-ply expectimax play;
-# stochastic_muzero: Stochastic MuZero, afterstates and learned chance codes.
-AGENTS = ("ndmz", "alphazero", "tdlambda", "stochastic_muzero")
 
+def _registry():
+  # The agents (`runtime.registry`) import this module: read lazily.
+  from anakin_mz.runtime import registry
 
-# The agents that plan or look ahead with the real game (`env.step`).
-TRUE_MODEL_AGENTS = ("alphazero", "tdlambda")
-
-
-def supported_agents(env: envs.Env) -> Tuple[str, ...]:
-  """The agents that can play `env`, in AGENTS order.
-
-  * Where the game draws chance inside its keyed step (`env.hidden_chance`:
-    gymnax, pgx's backgammon and 2048), `env.step(state, action)` replays the
-    draw carried in the state, a future no player can know; a search or
-    lookahead through it would plan with that knowledge, so the agents of
-    TRUE_MODEL_AGENTS are refused there.
-  * TD(lambda) follows one value from player 0's view, and Stochastic
-    MuZero flips the value's sign where the mover changes, both of which a
-    zero-sum game with more than two players lacks.
-  """
-  agents = AGENTS
-  if env.hidden_chance:
-    agents = tuple(a for a in agents if a not in TRUE_MODEL_AGENTS)
-  if env.payoff == "zero_sum" and env.num_players > 2:
-    agents = tuple(a for a in agents if a not in ("tdlambda", "stochastic_muzero"))
-  return agents
-
-
-def unsupported_reason(env: envs.Env) -> str:
-  """Why some agents cannot play `env` (for the error message)."""
-  if env.hidden_chance:
-    return "it draws chance inside its keyed step, hidden from a model"
-  return f"{env.num_players} players, {env.payoff}"
+  return registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,18 +185,16 @@ class Config:
   train: TrainConfig
   seed: int = 0
   discount: float = 1.0  # the return's discount: search edges and value targets
-  agent: str = "ndmz"  # one of AGENTS
+  agent: str = "ndmz"  # a registered agent (`runtime.registry`)
+  # The agent's own section (`<agent>:` in the file), where it registers one.
+  agent_config: Optional[object] = None
 
   def __post_init__(self):
-    if self.agent not in AGENTS:
-      raise ValueError(f"unknown agent {self.agent!r}; valid agents: {', '.join(AGENTS)}")
-    if self.agent == "alphazero" and not self.search.terminal_nodes:
-      raise ValueError(
-        "agent alphazero needs search.terminal_nodes: true (the game's terminal "
-        "nodes are never expanded); remove search.terminal_nodes=false"
-      )
-    if self.agent == "stochastic_muzero":
-      self._check_stochastic_muzero()
+    spec = _registry().get(self.agent)  # raises for an unknown agent
+    if spec.section is not None and self.agent_config is None:
+      object.__setattr__(self, "agent_config", spec.section())
+    if spec.check is not None:
+      spec.check(self)
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:
@@ -234,19 +202,6 @@ class Config:
         f"search.discount ({self.search.discount}) differs from discount "
         f"({self.discount}): build the search section with the config's discount"
       )
-
-  def _check_stochastic_muzero(self):
-    """What `anakin_mz.stochastic_muzero` does not implement, refused."""
-    unsupported = {
-      "search.root: gumbel (it searches with mctx.stochastic_muzero_policy's PUCT)": (
-        self.search.root != "puct"
-      ),
-      "train.reanalyse_fraction > 0": self.train.reanalyse_fraction > 0,
-      "network.kind: resnet (use mlp or conv)": self.network.kind == "resnet",
-    }
-    bad = [name for name, refused in unsupported.items() if refused]
-    if bad:
-      raise ValueError(f"agent stochastic_muzero does not support {'; '.join(bad)}")
 
   def make_env(self) -> envs.Env:
     """The configured game."""
@@ -260,8 +215,11 @@ class Config:
       "discount": self.discount,
       "agent": self.agent,
     }
-    for name in ("network", "search", "loss", "train"):
-      section = dataclasses.asdict(getattr(self, name))
+    sections = {name: getattr(self, name) for name in ("network", "search", "loss", "train")}
+    if self.agent_config is not None:
+      sections[self.agent] = self.agent_config
+    for name, value in sections.items():
+      section = dataclasses.asdict(value)
       section.pop("discount", None)  # a top-level setting
       out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in section.items()}
     return out
@@ -353,8 +311,14 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   if not isinstance(raw, Mapping):
     raise ValueError(f"a config must be a mapping, got {type(raw).__name__}")
   sections = _section_classes()
+  registry = _registry()
   raw = _legacy_discount(raw)
-  valid = {"env", "seed", "discount", "agent", *sections}
+  agent_sections = {
+    name: registry.get(name).section
+    for name in registry.names()
+    if registry.get(name).section is not None
+  }
+  valid = {"env", "seed", "discount", "agent", *sections, *agent_sections}
   unknown = sorted(set(raw) - valid)
   if unknown:
     raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
@@ -371,12 +335,16 @@ def from_dict(raw: Mapping[str, object]) -> Config:
   params = dict(env_section.get("params") or {})
   env = envs.make(name, **params)  # validates name and params with a clear message
   agent = raw.get("agent", "ndmz")
-  if agent not in AGENTS:
-    raise ValueError(f"unknown agent {agent!r}; valid agents: {', '.join(AGENTS)}")
-  if agent not in supported_agents(env):
+  spec = registry.get(agent)  # raises for an unknown agent
+  if not spec.capabilities.supports(env):
     raise ValueError(
-      f"agent {agent!r} does not support env {name!r} ({unsupported_reason(env)}); "
-      f"valid agents for it: {', '.join(supported_agents(env))}"
+      f"agent {agent!r} does not support env {name!r} ({registry.unsupported_reason(env)}); "
+      f"valid agents for it: {', '.join(registry.supported(env))}"
+    )
+  other = sorted(set(raw) & set(agent_sections) - {agent})
+  if other:
+    raise ValueError(
+      f"config section(s) {other} belong to other agents than {agent!r}; remove them"
     )
   seed = raw.get("seed", 0)
   if not isinstance(seed, int) or isinstance(seed, bool):
@@ -394,6 +362,8 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     built["search"] = dataclasses.replace(built["search"], discount=discount)
   except ValueError as e:
     raise ValueError(f"invalid discount: {e}") from None
+  if agent in agent_sections:
+    built["agent_config"] = _build_section(agent_sections[agent], raw.get(agent) or {}, agent)
   return Config(
     env=name,
     env_params=tuple(sorted(params.items())),
@@ -462,7 +432,7 @@ def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, obj
 
 
 # A file of anakin_mz/configs/ that is not a training config.
-_NOT_CONFIGS = ("strength.yaml",)  # the bars of `anakin_mz.strength`
+_NOT_CONFIGS = ("strength.yaml",)  # the bars of `anakin_mz.experiments.strength`
 
 
 def shipped_path(filename: str) -> str:

@@ -111,7 +111,7 @@ def one_ply_policy(
   the module's rule, with one `value_fn` call for all successors and their
   chance children. TD(lambda) plays it with its value network
   (`tdlambda.one_ply_policy`), `evaluate.py --agent value` with a
-  checkpoint's value head (`act.value_policy`)."""
+  checkpoint's value head (`AgentSpec.value_policy`)."""
 
   def successor_value(state: envs.State, root_player: chex.Array) -> chex.Array:
     children = chance_children(env, state)

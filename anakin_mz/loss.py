@@ -59,7 +59,7 @@ class LossConfig:
       it, so one game config serves every agent (`scripts/compare.py`).
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
-      term (`anakin_mz.stochastic_muzero`; it also reads the others).
+      term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
   """
 
   value_weight: float = 1.0

@@ -1,8 +1,9 @@
 """Self-play: B games in parallel (vmap) in a loop of search-and-act steps.
 
-At decision nodes the agent searches (`search.ndmz_search`) and samples its
-move from the visit counts with a temperature. At chance nodes the outcome is
-sampled from the game's `chance_probs` and fed to the model as the unified
+At decision nodes the agent searches (its `act.SearchFn`: NDMZ's is
+`search.ndmz_search` on the learned model) and samples its move from the
+visit counts with a temperature. At chance nodes the outcome is sampled
+from the game's `chance_probs` and fed to the model as the unified
 action `num_actions + outcome`. Finished games restart at once (the lane's
 next transition belongs to a new episode), so every lane always plays.
 
@@ -49,11 +50,10 @@ import jax.numpy as jnp
 
 import envs
 from envs.core import raw_key
-from anakin_mz.act import search_policy
-from anakin_mz.networks import Network
+from anakin_mz.act import SearchFn, model_search
 from anakin_mz.replay import Transition
 from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import Params
+from anakin_mz.types import Model, Params
 
 
 @chex.dataclass(frozen=True)
@@ -189,16 +189,18 @@ def lane_search(
   state: envs.State,
   key: chex.PRNGKey,
   *,
-  network: Network,
+  network: Model,
   env: envs.Env,
   config: SearchConfig,
   temperature: chex.Numeric,
+  search: SearchFn = model_search,
   lane0: chex.Numeric = 0,
   total_lanes: int | None = None,
 ) -> SearchOutput:
-  """`act.search_policy` on the lanes `state` `[B]`, one search per lane
-  (vmapped, a batch of 1 inside) with the lane's own key
-  `jax.random.split(key, total_lanes)[lane0 + b]`: `state` may be a block of
+  """`search` (the agent's `act.SearchFn`, on its model `network`) on the
+  lanes `state` `[B]`, one search per lane (vmapped, a batch of 1 inside)
+  with the lane's own key `jax.random.split(key, total_lanes)[lane0 + b]`:
+  `state` may be a block of
   `total_lanes` lanes starting at global lane `lane0` (a device's lanes),
   and a lane's search depends on its own key only, not on the layout. (A
   batched search would draw its noise for the batch as a whole, and gathers
@@ -208,11 +210,11 @@ def lane_search(
   keys = jax.lax.dynamic_slice_in_dim(keys, jnp.asarray(lane0, jnp.int32), num)
 
   def one(s, k):
-    out = search_policy(
+    out = search(
       params,
       jax.tree.map(lambda x: x[None], s),
       k,
-      network=network,
+      model=network,
       env=env,
       config=config,
       temperature=temperature,
@@ -228,10 +230,11 @@ def rollout(
   key: chex.PRNGKey,
   *,
   env: envs.Env,
-  network: Network,
+  network: Model,
   config: SearchConfig,
   num_steps: int,
   temperature: chex.Numeric,
+  search: SearchFn = model_search,
   search_at_chance: bool = False,
   lane0: chex.Numeric = 0,
   total_lanes: int | None = None,
@@ -241,7 +244,10 @@ def rollout(
 
   Args:
     params, actor, key: network parameters, the lanes, a PRNG key.
-    env, network, config: the game, the model and the search settings.
+    env, network, config: the game, the agent's model and the search
+      settings.
+    search: the agent's search (`act.SearchFn`; default the NDMZ search on
+      a learned model).
     num_steps: T, transitions per lane per chunk.
     temperature: self-play move temperature.
     search_at_chance: the old path: search at every node, one transition per
@@ -276,6 +282,7 @@ def rollout(
       env=env,
       config=config,
       temperature=temperature,
+      search=search,
       lane0=lane0,
       total_lanes=total_lanes,
     )

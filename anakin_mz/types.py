@@ -16,13 +16,17 @@ actions in all.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import chex
 import jax
 
 Params = chex.ArrayTree
 Embedding = chex.ArrayTree
+# An agent's model: its network and, for the agents that plan with the real
+# game, the game (`networks.Network`, `agents.alphazero.TrueModel`, ...). Only
+# the agent's own callables look inside it (`runtime.registry`).
+Model = Any
 
 
 @chex.dataclass(frozen=True)

@@ -30,11 +30,12 @@ import envs
 
 WORKER = r"""
 import json, sys
-from anakin_mz import host
+from anakin_mz.runtime import host
 host.configure(int(sys.argv[1]))
 import jax
-from anakin_mz import config as config_lib, profiling
-from anakin_mz.anakin import Learner
+from anakin_mz import config as config_lib
+from anakin_mz.experiments import profiling
+from anakin_mz.runtime.anakin import Learner
 cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[4:])[0]
 dt = profiling.time_step(cfg, repeats=int(sys.argv[3]))
 learner = Learner(cfg)

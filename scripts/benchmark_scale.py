@@ -5,7 +5,7 @@ chain of kernels that bounds it on an accelerator.
     taskset -c 1 python scripts/benchmark_scale.py --env nannon --lanes 64 1024
     python scripts/benchmark_scale.py --env nannon --lanes 256 512 --devices 2
 
-For each number of lanes the env's config is resized (`anakin_mz.scaling.scale`:
+For each number of lanes the env's config is resized (`anakin_mz.runtime.scaling.scale`:
 the batch grows with the lanes, so the updates per step and the replay
 ratio stay) and one Anakin step is compiled and timed on every device; the
 settings take turns (`--repeats` rounds), and the medians are printed as
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     parser.error("--lanes and --repeats must be >= 1")
 
   from anakin_mz import config as config_lib
-  from anakin_mz import host, scaling
+  from anakin_mz.runtime import host, scaling
 
   try:  # the devices before anything starts JAX
     devices = host.configure(args.devices)
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
-  from anakin_mz import profiling
+  from anakin_mz.experiments import profiling
 
   print(f"devices: {devices}", file=sys.stderr, flush=True)
   try:

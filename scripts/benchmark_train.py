@@ -11,7 +11,7 @@ searches/s, simulations/s and updates/s of the whole step, for both paths,
 with their ratio (medians over repeats, the paths taking turns). The config
 is the env's own (`anakin_mz.config.load_for_env`) unless --config names a
 YAML file or a shipped config; `section.key=value` arguments override it
-(both paths). See `anakin_mz/profiling.py`.
+(both paths). See `anakin_mz/experiments/profiling.py`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
-  from anakin_mz import profiling
+  from anakin_mz.experiments import profiling
   import jax
 
   log = lambda msg: print(msg, file=sys.stderr, flush=True)

@@ -1,4 +1,4 @@
-"""AlphaZero on the true model (anakin_mz/alphazero.py) in the NDMZ search.
+"""AlphaZero on the true model (anakin_mz/agents/alphazero.py) in the NDMZ search.
 
 A tiny two-player game, `_Fan`, puts a chance node right below the root:
 
@@ -19,9 +19,10 @@ import pytest
 from flax import struct
 
 import envs
-from anakin_mz import act, agents
 from anakin_mz import config as config_lib
-from anakin_mz.alphazero import TrueModel
+from anakin_mz.agents import alphazero
+from anakin_mz.agents.alphazero import TrueModel
+from anakin_mz.runtime import registry
 from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.search import SearchConfig
 from envs.core import CHANCE, TERMINAL
@@ -99,9 +100,7 @@ def _search(num_simulations, batch=2):
     num_simulations=num_simulations, chance_mode="prior_minus_visits", dirichlet_fraction=0.0
   )
   run = jax.jit(
-    lambda p, s, k: act.search_policy(
-      p, s, k, network=model, env=env, config=config, temperature=0.0
-    )
+    lambda p, s, k: alphazero.search(p, s, k, model=model, env=env, config=config, temperature=0.0)
   )
   return run(params, state, jax.random.PRNGKey(2))
 
@@ -187,7 +186,7 @@ def test_value_player_refuses_hidden_chance():
   env = config.make_env()
   network = Network(env, config.network)
   with pytest.raises(ValueError, match="--agent value .*hidden from a model.*--agent search"):
-    act.value_policy(network, None, env, discount=1.0)
+    registry.get("ndmz").value_policy(network, None, env, discount=1.0)
 
 
 def test_alphazero_learner_trains_policy_and_value_only():
@@ -207,7 +206,7 @@ def test_alphazero_learner_trains_policy_and_value_only():
       "network.latent_dim=8",
     ],
   )
-  learner = agents.make_learner(config)
+  learner = registry.make_learner(config)
   assert isinstance(learner.network, TrueModel)
   state = learner.init(jax.random.PRNGKey(0))
   new, metrics = learner.jit_step(learner.jit_step(state)[0])

@@ -9,9 +9,9 @@ import pytest
 import tiny as tiny_lib
 
 import envs
-from anakin_mz import checkpoint as ckpt
-from anakin_mz import run
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import run
+from anakin_mz.runtime.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -47,7 +47,7 @@ def test_anakin_steps_run_on_every_game(name):
     transitions += int(metrics["transitions"])
   metrics = jax.device_get(metrics)
   assert int(state.update_step) > 0, "no update was applied"
-  assert np.isfinite(metrics["loss"])
+  assert np.isfinite(metrics.terms["loss"])
   # T transitions per lane per chunk over time: what a lane makes beyond its
   # quota (searching only at decisions, lanes move in whole chance runs) is
   # its next chunk's surplus.
@@ -55,7 +55,7 @@ def test_anakin_steps_run_on_every_game(name):
   surplus = np.asarray(state.actor.surplus)
   assert transitions - 3 * learner.transitions_per_chunk == surplus.sum()
   assert np.all((0 <= surplus) & (surplus <= learner.env.chance_run))
-  assert int(metrics["searches"]) >= int(metrics["decision_steps"])
+  assert int(metrics.search.searches) >= int(metrics["decision_steps"])
   for leaf in jax.tree.leaves(state.params):
     assert np.all(np.isfinite(np.asarray(leaf)))
 

@@ -1,4 +1,4 @@
-"""anakin_mz.compare: run specs, budgets, the agent override, the tables and
+"""anakin_mz.experiments.compare: run specs, budgets, the agent override, the tables and
 figures from hand-made rows; end to end (slow): two tiny NDMZ runs on Nannon
 6-3-6 trained in chunks, scored exactly, resumed."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tiny
 
-from anakin_mz import compare
+from anakin_mz.experiments import compare
 from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -135,9 +135,8 @@ def test_read_rows_drops_an_unfinished_line(tmp_path):
 
 @pytest.mark.slow
 def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
-  from anakin_mz import act
-  from anakin_mz import agent as agent_lib
-  from anakin_mz import plots
+  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.eval import plots
   from envs import nannon_solver as ns
   import envs.bots.nannon as bots_nannon
   import jax
@@ -162,7 +161,7 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
     np.testing.assert_allclose(values, [r["exact/greedy_vs_optimal"] for r in rs], rtol=1e-6)
     # The score is the exact score of the saved network's greedy policy.
     agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"), rs[-1]["update_step"])
-    policy = act.greedy_network_policy(agent.network, agent.params)
+    policy = agent.greedy_policy()
     table = bots_nannon.policy_table(agent.env, policy, jax.random.PRNGKey(0))
     for opp in ("optimal", "random"):
       want = ns.exact_win_probability(table, opp, agent.env).win_probability

@@ -182,7 +182,7 @@ def test_config_is_frozen():
 
 
 def test_temperature_schedule_decays_over_its_span_then_holds():
-  from anakin_mz.anakin import Learner
+  from anakin_mz.runtime.anakin import Learner
 
   path = config_lib.shipped_path("catch.yaml")
   over = ["train.temperature_start=1.0", "train.temperature_end=0.2", "train.total_updates=1000"]

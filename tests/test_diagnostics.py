@@ -1,4 +1,4 @@
-"""anakin_mz.diagnostics: the dynamics tests (NDMZ paper 4.3) and the model
+"""anakin_mz.eval.dynamics: the dynamics tests (NDMZ paper 4.3) and the model
 accuracy metrics, on hand-built outputs and on Nannon random play."""
 
 import types

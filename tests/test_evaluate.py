@@ -16,10 +16,10 @@ import pytest
 
 import envs
 import envs.bots
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.eval import opponents, report
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TINY = [
@@ -303,8 +303,8 @@ def test_tournament(nannon_ckpt, tmp_path):
 
 
 def test_plot(tmp_path):
-  from anakin_mz import plots
-  from anakin_mz.summary import SummaryWriter
+  from anakin_mz.eval import plots
+  from anakin_mz.runtime.summary import SummaryWriter
 
   w = SummaryWriter(str(tmp_path / "run"))
   for step in range(0, 100, 10):
@@ -335,7 +335,7 @@ def test_plot(tmp_path):
 
 
 def test_learning_table_reads_every_run_at_the_same_budget():
-  from anakin_mz import plots
+  from anakin_mz.eval import plots
 
   def run(n, steps_per_update, seconds_per_update):
     u = np.arange(0, n + 1, 10)
@@ -366,7 +366,7 @@ def test_learning_table_reads_every_run_at_the_same_budget():
 
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_show_search(nannon_ckpt):
-  from anakin_mz import agent as agent_lib
+  from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import search_tree
 
   agent = agent_lib.load_agent(nannon_ckpt)
@@ -377,7 +377,7 @@ def test_show_search(nannon_ckpt):
 
 
 def test_play_reprompts_on_bad_input(catch_ckpt, capsys):
-  from anakin_mz import agent as agent_lib
+  from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import play
 
   answers = iter(["left", "7", ""] + ["1"] * 20)

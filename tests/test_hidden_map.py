@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import envs
-from anakin_mz import hidden_map
+from anakin_mz.eval import hidden_map
 from anakin_mz.networks import Network, NetworkConfig
 
 

@@ -12,10 +12,9 @@ import tiny
 
 import envs
 import envs.bots
-from anakin_mz import act
-from anakin_mz.agents import make_learner
+from anakin_mz.runtime.registry import make_learner
 from anakin_mz.eval.match import play_match
-from anakin_mz.ppo import PPO, PPOConfig
+from anakin_mz.agents.ppo import PPO, PPOConfig
 from anakin_mz.selfplay import init_actors
 
 
@@ -74,11 +73,11 @@ def test_learner_init_and_search(agent):
   _same_in_both_flavours(lambda k: init_actors(learner.env, k, 4))
   params = learner.init(jax.random.PRNGKey(0)).params
   states = jax.vmap(learner.env.reset)(jax.random.split(jax.random.PRNGKey(2), 3))
-  search = lambda k: act.search_policy(
+  search = lambda k: learner.agent.search(
     params,
     states,
     k,
-    network=learner.network,
+    model=learner.network,
     env=learner.env,
     config=learner.config.search,
     temperature=1.0,

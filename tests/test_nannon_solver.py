@@ -439,7 +439,7 @@ def greedy_network(env, seed=0, hidden=(32,)):
   from anakin_mz.networks import Network, NetworkConfig
 
   net = Network(env, NetworkConfig(kind="mlp", hidden=hidden, latent_dim=16))
-  return act.greedy_network_policy(net, net.init(jax.random.PRNGKey(seed)))
+  return act.root_greedy(net, net.init(jax.random.PRNGKey(seed)))
 
 
 def check_exact_against_sampled(env, policy, games, seed):
@@ -504,7 +504,7 @@ def test_one_ply_table_is_the_policy_applied_state_by_state(env, discount, scale
   # TD(lambda)'s greedy player (an envs.OnePlyPolicy) tabulated from one
   # value per position equals the policy applied to every decision state:
   # the same move everywhere, ties and wins included.
-  from anakin_mz import tdlambda
+  from anakin_mz.agents import tdlambda
   from anakin_mz.networks import NetworkConfig
 
   model = tdlambda.ValueModel(env, NetworkConfig(hidden=(32,)), discount=discount)

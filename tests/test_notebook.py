@@ -1,6 +1,6 @@
 """notebooks/colab_tpu.ipynb runs end to end, headless, on CPU with 8 forced
 host devices and its tiny config (`ANAKIN_MZ_NOTEBOOK_TINY=1`): install step
-skipped off Colab, devices, training through `anakin_mz.run.train`, the
+skipped off Colab, devices, training through `anakin_mz.runtime.run.train`, the
 TensorBoard cell, the checkpoint restored and evaluated with the exact score
 against the optimal player."""
 

@@ -20,7 +20,7 @@ import pytest
 
 from anakin_mz import config as config_lib
 from anakin_mz import reanalyse, replay
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime.anakin import Learner
 from anakin_mz.networks import Network
 from anakin_mz.search import ndmz_search
 from anakin_mz.selfplay import init_actors, rollout
@@ -252,5 +252,5 @@ def test_the_anakin_step_trains_with_reanalyse():
   for _ in range(2):
     state, metrics = learner.jit_step(state)
   assert int(metrics["updates_applied"]) == learner.updates_per_chunk
-  assert np.isfinite(float(metrics["loss"]))
+  assert np.isfinite(float(metrics.terms["loss"]))
   assert state.buffer.data.legal_action_mask.dtype == jnp.bool_

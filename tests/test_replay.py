@@ -10,6 +10,7 @@ import pytest
 
 import envs
 from anakin_mz import replay
+from anakin_mz.replay import sample as sample_lib
 from envs import CHANCE, TERMINAL
 
 A, C = 3, 2  # player actions, chance outcomes
@@ -555,7 +556,7 @@ _OK[[0, 2, 4], 2] = True
 
 def _starts(ok, u, batch_size, rows=None, lane0=0):
   rows = np.arange(batch_size) if rows is None else np.asarray(rows)
-  i, lane = replay._stratified_starts(
+  i, lane = sample_lib._stratified_starts(
     jnp.asarray(ok),
     jnp.asarray(rows),
     jnp.int32(lane0),

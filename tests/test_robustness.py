@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tiny as tiny_lib
 
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
-from anakin_mz import run
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime import run
+from anakin_mz.runtime.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TRAIN = os.path.join(ROOT, "scripts", "train.py")
@@ -82,7 +82,7 @@ def test_minutes_budget_evaluates_where_it_stops(tmp_path, monkeypatch):
   (after the evaluation at step 0), then far past the budget."""
   import types
 
-  from anakin_mz import anakin
+  from anakin_mz.runtime import anakin
 
   began = []
   step = anakin.Learner.step
@@ -160,11 +160,12 @@ def test_nonfinite_message_names_update_and_terms():
     },
     "nonfinite_update": np.int32(2),
   }
-  line = run.nonfinite_message(metrics, 100, 96, "ck")
+  line = run.nonfinite_message(metrics["nonfinite"], metrics["nonfinite_update"], 100, 96, "ck")
   assert line.startswith("non-finite values at update 103: loss, value;")
   assert "last good checkpoint is step 96 in ck" in line
   metrics["nonfinite"] = {k: np.bool_(False) for k in metrics["nonfinite"]}
-  assert run.nonfinite_message(metrics, 100, 96, "ck") is None
+  flags, first = metrics["nonfinite"], metrics["nonfinite_update"]
+  assert run.nonfinite_message(flags, first, 100, 96, "ck") is None
 
 
 def test_nonfinite_checkpoint_is_refused(tmp_path):

@@ -1,4 +1,4 @@
-"""Sizing runs to the hardware (`anakin_mz.scaling`), the kernel-chain count
+"""Sizing runs to the hardware (`anakin_mz.runtime.scaling`), the kernel-chain count
 of a compiled step (`profiling.sequential_ops`), `--devices auto`
 (`run.fit_devices`) and scripts/benchmark_scale.py."""
 
@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import pytest
 import tiny
 
-from anakin_mz import run, scaling
-from anakin_mz.profiling import sequential_ops
+from anakin_mz.runtime import run, scaling
+from anakin_mz.experiments.profiling import sequential_ops
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 

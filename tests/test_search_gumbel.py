@@ -27,7 +27,7 @@ from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 import tiny
 
 from anakin_mz.search import gumbel
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime.anakin import Learner
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
@@ -642,6 +642,6 @@ def test_anakin_step_runs_with_the_gumbel_root():
   state, metrics = learner.jit_step(state)
   metrics = jax.device_get(metrics)
   assert int(state.update_step) > 0
-  assert np.isfinite(metrics["loss"])
+  assert np.isfinite(metrics.terms["loss"])
   for leaf in jax.tree.leaves(state.params):
     assert np.all(np.isfinite(np.asarray(leaf)))

@@ -18,10 +18,10 @@ import jax
 import numpy as np
 import pytest
 
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
-from anakin_mz import run
-from anakin_mz.anakin import Learner
+from anakin_mz.runtime import run
+from anakin_mz.runtime.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -52,10 +52,11 @@ TINY = [
 WORKER = r"""
 import json, os, sys
 devices, logdir, updates, every, resume, out = sys.argv[1:7]
-from anakin_mz import host
+from anakin_mz.runtime import host
 host.configure(int(devices))
 import jax, numpy as np
-from anakin_mz import config as config_lib, run
+from anakin_mz import config as config_lib
+from anakin_mz.runtime import run
 cfg = config_lib.load("catch",
                       sys.argv[7:] + [f"train.checkpoint_every={every}"])
 result = run.train(cfg, logdir=logdir, resume=resume == "1", max_updates=int(updates),
@@ -180,10 +181,10 @@ def test_two_processes_train_as_one(tmp_path, one_device):
 
 COLLECTIVES = r"""
 import json, re, sys
-from anakin_mz import host
+from anakin_mz.runtime import host
 host.configure(2)
 from anakin_mz import config as config_lib
-from anakin_mz.agents import make_learner
+from anakin_mz.runtime.registry import make_learner
 learner = make_learner(config_lib.load("catch", sys.argv[1:]))
 hlo = learner.jit_step.lower(learner.abstract_state()).compile().as_text()
 kinds = "all-gather|all-to-all|collective-permute|reduce-scatter|all-reduce|collective-broadcast"
@@ -192,7 +193,7 @@ print(json.dumps([[kind, [int(d) for d in dims.split(",") if d]] for _, dims, ki
 """
 
 
-@pytest.mark.parametrize("agent", ["ndmz", "tdlambda"])
+@pytest.mark.parametrize("agent", ["ndmz", "tdlambda", "ppo"])
 def test_two_devices_share_only_reductions(agent):
   """Each device plays, searches, stores, prepares and samples its own lanes
   (`shard_map`): the compiled 2-device step has no all-gather, all-to-all,

@@ -1,4 +1,4 @@
-"""anakin_mz.stats: Wilson intervals, mean intervals and Elo fitting."""
+"""anakin_mz.eval.stats: Wilson intervals, mean intervals and Elo fitting."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Stochastic MuZero (anakin_mz/stochastic_muzero.py): the search's value sign
+"""Stochastic MuZero (anakin_mz/agents/stochastic_muzero.py): the search's value sign
 and the loss on hand-set models, the straight-through code, the decision
 unroll's targets on a hand-built buffer, and runs through the shared loop.
 
@@ -15,17 +15,20 @@ import pytest
 
 import envs
 import tiny
-from anakin_mz import act, agents
-from anakin_mz import agent as agent_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime import restore as agent_lib
 from anakin_mz import config as config_lib
 from anakin_mz import replay as replay_lib
-from anakin_mz import run as run_lib
+from anakin_mz.runtime import run as run_lib
 from anakin_mz.eval import report, search_tree
 from anakin_mz.loss import LossConfig
 from anakin_mz.networks import NetworkConfig
 from anakin_mz.search import SearchConfig
-from anakin_mz.stochastic_muzero import (
+from anakin_mz.agents.stochastic_muzero import (
+  DecisionBatch,
   StochasticNetwork,
+  decisions_at,
+  prepare_decisions,
   smz_loss,
   smz_search,
   straight_through_code,
@@ -102,7 +105,7 @@ def test_loss_on_a_hand_built_batch_matches_a_hand_computation():
   n, k, a = 2, 2, env.num_actions
   rng = np.random.default_rng(0)
   policy = rng.dirichlet(np.ones(a), size=(n, k + 1)).astype(np.float32)
-  batch = replay_lib.DecisionBatch(
+  batch = DecisionBatch(
     observation=jnp.asarray(rng.normal(size=(n,) + env.observation_shape), jnp.float32),
     actions=jnp.array([[0, 1], [2, 3]], jnp.int32),
     next_observation=jnp.asarray(rng.normal(size=(n, k) + env.observation_shape), jnp.float32),
@@ -167,7 +170,7 @@ def test_the_encoder_learns_through_the_dynamics():
   params = net.init(jax.random.PRNGKey(1))
   n, k = 3, 1
   keys = jax.random.split(jax.random.PRNGKey(2), 3)
-  batch = replay_lib.DecisionBatch(
+  batch = DecisionBatch(
     observation=jax.random.normal(keys[0], (n,) + env.observation_shape),
     actions=jnp.zeros((n, k), jnp.int32),
     next_observation=jax.random.normal(keys[1], (n, k) + env.observation_shape),
@@ -225,13 +228,13 @@ def test_decision_unroll_pairs_each_move_with_the_chance_run_after_it():
     replay_lib.init_buffer(jax.tree.map(lambda x: x[0, 0], chunk), 12, 1), chunk
   )
   prepared = replay_lib.prepare(buffer, K=2, num_players=2, payoff="zero_sum")
-  dp = replay_lib.prepare_decisions(prepared, K=2)
+  dp = prepare_decisions(prepared, K=2)
   # Decisions whose next two decisions are known, or whose game ends first.
   np.testing.assert_array_equal(np.nonzero(np.asarray(dp.start_ok[:, 0]))[0], [1, 3, 6])
   starts = replay_lib.Starts(
     i=jnp.array([1, 3]), lane=jnp.array([0, 0]), row=jnp.arange(2), key=jax.random.PRNGKey(0)
   )
-  b = replay_lib.decisions_at(dp, starts, batch_size=2, K=2, num_actions=A)
+  b = decisions_at(dp, starts, batch_size=2, K=2, num_actions=A)
   np.testing.assert_array_equal(b.observation[:, 0], [1, 3])
   np.testing.assert_array_equal(b.actions[0], [2, 1])
   assert int(b.actions[1, 0]) == 1 and 0 <= int(b.actions[1, 1]) < A  # past the end: random
@@ -270,7 +273,7 @@ def _catch(*extra):
 
 @pytest.mark.slow  # ~50 s on a loaded 2-core CPU: compiling the Anakin step
 def test_learner_steps_are_finite_and_the_same_seed_gives_the_same_result():
-  learner = agents.make_learner(_catch())
+  learner = registry.make_learner(_catch())
   assert isinstance(learner.network, StochasticNetwork)
 
   def run(seed):
@@ -309,10 +312,10 @@ def test_stochastic_muzero_runs_through_the_shared_loop_and_checkpoints(tmp_path
   loaded = agent_lib.load_agent(result.checkpoint_dir)
   assert loaded.step == step and isinstance(loaded.network, StochasticNetwork)
   state = jax.vmap(loaded.env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
-  policy = act.search_agent_policy(loaded.network, loaded.params, loaded.env, loaded.config.search)
+  policy = loaded.search_policy(loaded.config.search)
   moves = policy(state, jax.random.PRNGKey(0))
   assert bool(jnp.all(jnp.take_along_axis(state.legal_action_mask, moves[:, None], axis=1)))
-  greedy = act.greedy_network_policy(loaded.network, loaded.params)(state, jax.random.PRNGKey(0))
+  greedy = loaded.greedy_policy()(state, jax.random.PRNGKey(0))
   assert greedy.shape == (4,)
   # evaluate.py's report plays it and names it; show_search refuses it clearly.
   r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)

@@ -11,7 +11,7 @@ import pytest
 import tiny
 
 from anakin_mz import config as config_lib
-from anakin_mz import strength
+from anakin_mz.experiments import strength
 
 # A fixed temperature span keeps total_updates out of the compiled step.
 TINY = tiny.TINY + ("train.temperature_decay_updates=100",)

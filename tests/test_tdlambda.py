@@ -1,4 +1,4 @@
-"""TD(lambda) (anakin_mz/tdlambda.py): the online update against a hand
+"""TD(lambda) (anakin_mz/agents/tdlambda.py): the online update against a hand
 computation of Sutton & Barto's eligibility trace, the 1-ply expectimax on a
 hand-built position, and a run through the shared loop and checkpoints."""
 
@@ -9,14 +9,14 @@ import optax
 from flax import struct
 
 import envs
-from anakin_mz import act, agents
-from anakin_mz import agent as agent_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime import restore as agent_lib
 from anakin_mz import config as config_lib
-from anakin_mz import run as run_lib
+from anakin_mz.runtime import run as run_lib
 from anakin_mz.eval import report
 from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.search import SearchConfig
-from anakin_mz.tdlambda import (
+from anakin_mz.agents.tdlambda import (
   ValueModel,
   expectimax,
   init_lanes,
@@ -159,7 +159,9 @@ def test_expectimax_averages_the_chance_outcomes():
   policy = jax.jit(
     lambda p, s: (
       expectimax(model, p, s),
-      act.search_agent_policy(model, p, env, SearchConfig())(s, jax.random.PRNGKey(0)),
+      registry.get("tdlambda").search_policy(model, p, env, SearchConfig())(
+        s, jax.random.PRNGKey(0)
+      ),
     )
   )
   # V by phase, mover's view: phase 2 is player 1's (so -V for player 0).
@@ -192,7 +194,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
       "train.checkpoint_every=16",
     ],
   )
-  learner = agents.make_learner(config)
+  learner = registry.make_learner(config)
   assert learner.updates_per_chunk == 8
   result = run_lib.train(config, logdir=str(tmp_path), max_updates=16, progress=False)
   # An update per iteration where some lane reached a decision node or the
@@ -204,7 +206,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   loaded = agent_lib.load_agent(result.checkpoint_dir)
   assert loaded.step == step and isinstance(loaded.network, ValueModel)
   state = jax.vmap(loaded.env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
-  policy = act.search_agent_policy(loaded.network, loaded.params, loaded.env, loaded.config.search)
+  policy = loaded.search_policy(loaded.config.search)
   expected = expectimax(loaded.network, loaded.params, state).action
   np.testing.assert_array_equal(policy(state, jax.random.PRNGKey(0)), expected)
   # evaluate.py's report plays it and names it.
@@ -214,7 +216,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
 
 
 def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():
-  """`act.value_policy` (evaluate.py --agent value) on an NDMZ network: the
+  """`AgentSpec.value_policy` (evaluate.py --agent value) on an NDMZ network: the
   1-ply expectimax of `expectimax` above, with the network's value head."""
   env = envs.Env(_Gamble())
   network = Network(env, NetworkConfig(hidden=(8,), latent_dim=8))
@@ -224,7 +226,7 @@ def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():
   # and 3): phase 2 is player 1's, so -V2 for player 0.
   v = network.root(params, jax.nn.one_hot(jnp.arange(5), 5)).value
   expected = np.array([0.25 * -v[2] + 0.75 * v[3], 0.2, -v[2]])
-  policy = act.value_policy(network, params, env, discount=1.0)
+  policy = registry.get("ndmz").value_policy(network, params, env, discount=1.0)
   np.testing.assert_allclose(policy.action_values(state)[0], expected, rtol=1e-5, atol=1e-6)
   action = jax.jit(policy)(state, jax.random.PRNGKey(0))
   assert int(action[0]) == int(np.argmax(expected))

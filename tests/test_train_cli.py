@@ -11,7 +11,7 @@ import pytest
 import tiny
 
 import envs
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -90,7 +90,7 @@ def test_an_adapted_game_trains_from_its_kinds_config(tmp_path):
 @pytest.mark.slow  # a compilation per game: minutes on a 2-core CPU
 @pytest.mark.parametrize("name", [n for n in envs.registered() if n not in config_lib.shipped()])
 def test_every_game_without_a_config_trains_from_its_kinds(name, tmp_path):
-  from anakin_mz import run
+  from anakin_mz.runtime import run
 
   tiny_sizes = [o for o in tiny.TINY if not o.startswith("network.kind")]
   cfg, _, _ = config_lib.load_for_env(name, None, tiny_sizes + ["network.conv_channels=[4]"])
@@ -115,7 +115,7 @@ def test_unwritable_logdir(tmp_path):
 
 HOST_DEVICES = r"""
 import sys
-from anakin_mz import host
+from anakin_mz.runtime import host
 print(host.configure(sys.argv[1]))
 import jax
 print("count", jax.local_device_count())

@@ -20,7 +20,7 @@ Run the same command again to resume (each run continues from its last
 checkpoint). An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
 `agent=<name>` to the config (where the config has an `agent` key; without
-one only `ndmz` is valid). Library: `anakin_mz.compare`.
+one only `ndmz` is valid). Library: `anakin_mz.experiments.compare`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sys
 
 import envs
 from anakin_mz import config as config_lib
-from anakin_mz import host
+from anakin_mz.runtime import host, registry
 from anakin_mz.cli import options
 
 
@@ -42,7 +42,7 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument(
     "--agents",
     default="ndmz",
-    help=f"comma-separated, of {', '.join(config_lib.AGENTS)}",
+    help=f"comma-separated, of {', '.join(registry.names())}",
   )
   parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each")
   budget = parser.add_mutually_exclusive_group()
@@ -69,7 +69,7 @@ def main(argv=None, prog=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
-  from anakin_mz import compare
+  from anakin_mz.experiments import compare
 
   if args.report_only or args.merge:
     try:

@@ -23,12 +23,12 @@ Figures written to --out (default <first run>/plots):
 
 A run is a directory holding events.out.tfevents.* files; a directory whose
 sub-directories are runs counts as all of them. The library behind it is
-`anakin_mz.plots`; it needs the `plot` extra (matplotlib).
+`anakin_mz.eval.plots`; it needs the `plot` extra (matplotlib).
 
 --hidden-tsne CHECKPOINT instead draws the hidden-state map (MooZi 5.9): the
 representation's hidden states of --positions decision positions of random
 games, embedded with scikit-learn's t-SNE, in three panels coloured by
-predicted value, mover and phase (`anakin_mz.hidden_map`); written to --out
+predicted value, mover and phase (`anakin_mz.eval.hidden_map`); written to --out
 (a .png path; default <checkpoint>/hidden_tsne_<step>.png).
 """
 
@@ -52,7 +52,7 @@ def main(argv=None, prog=None) -> int:
     parser.error("give run directories or --hidden-tsne CHECKPOINT (not both)")
   if args.hidden_tsne is not None:
     return _hidden_tsne(args)
-  from anakin_mz import plots
+  from anakin_mz.eval import plots
 
   try:
     written = plots.make_plots(args.runs, args.out)
@@ -74,7 +74,7 @@ def main(argv=None, prog=None) -> int:
 def _hidden_tsne(args) -> int:
   import os
 
-  from anakin_mz import hidden_map
+  from anakin_mz.eval import hidden_map
 
   out = args.out
   if out is None:

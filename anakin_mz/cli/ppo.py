@@ -1,13 +1,16 @@
-"""Train the PPO baseline (anakin_mz.ppo) on a single-player game.
+"""Train the PPO baseline (anakin_mz.agents.ppo) on a single-player game.
 
     anakin-mz ppo --env catch total_env_steps=20000 num_envs=16 num_steps=16 \\
         num_minibatches=4 hidden=64,64 learning_rate=3e-3 --logdir runs/ppo_catch
     anakin-mz ppo --env minatar-breakout --logdir runs/ppo_breakout --minutes 60
 
-`KEY=VALUE` overrides set `PPOConfig` fields (tuples as `64,64`). One line per
-log chunk (env steps, wall-clock, mean return of the episodes that ended);
-`--logdir` writes TensorBoard scalars under `run.py`'s tags, so
-`anakin-mz plot` draws PPO beside NDMZ runs.
+`KEY=VALUE` overrides set `PPOConfig` fields (tuples as `64,64`), PPO's
+settings flat with the budget in env steps. It trains with the run loop of
+every agent on one device (`anakin-mz train --agent=ppo` does the same from a
+config, with its resume and evaluation): one line per step of `--log-every`
+iterations (env steps, wall-clock, mean return of the episodes that ended);
+`--logdir` gets the TensorBoard scalars under the run loop's tags, so
+`anakin-mz plot` draws PPO beside NDMZ runs, and the final checkpoint.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import jax
 import envs
 from anakin_mz.cli import options
 from anakin_mz.eval.report import parse_params
-from anakin_mz.ppo import PPOConfig, train
+from anakin_mz.agents.ppo import PPOConfig, train
 
 
 def _value(text: str, default):
@@ -90,15 +93,19 @@ def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> in
       )
 
   seconds = None if args.minutes is None else 60 * args.minutes
-  _, history = train(
-    env,
-    config,
-    jax.random.PRNGKey(args.seed),
-    log_every=args.log_every,
-    logdir=args.logdir,
-    max_seconds=seconds,
-    on_log=show,
-  )
+  try:
+    _, history = train(
+      env,
+      config,
+      jax.random.PRNGKey(args.seed),
+      log_every=args.log_every,
+      logdir=args.logdir,
+      max_seconds=seconds,
+      on_log=show,
+    )
+  except ValueError as e:  # a logdir that holds a run's checkpoints, or is not writable
+    print(f"error: {e}", file=sys.stderr)
+    return 2
   if args.json:
     # NaN (no episode ended in a chunk) as null: strict JSON.
     clean = [{k: None if v != v else v for k, v in row.items()} for row in history]

@@ -45,7 +45,7 @@ def main(argv=None, prog=None) -> int:
     parser.error("--moves must be >= 0")
   if args.simulations is not None and args.simulations < 1:
     parser.error("--simulations must be >= 1")
-  from anakin_mz import agent as agent_lib
+  from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import search_tree
 
   try:

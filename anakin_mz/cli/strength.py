@@ -9,7 +9,7 @@ The bars (config, minutes, opponent, figure, value to reach) are in the
 shipped bar file (anakin_mz/configs/strength.yaml) unless --bar-file. Each
 run lands in <runs>/<bar>/seed<S> (TensorBoard, checkpoints, strength.json);
 a finished run is reused, so the table can be rebuilt without retraining.
-The library behind it is `anakin_mz.strength`.
+The library behind it is `anakin_mz.experiments.strength`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-from anakin_mz import host
+from anakin_mz.runtime import host
 from anakin_mz.cli import options
 
 
@@ -51,7 +51,8 @@ def main(argv=None, prog=None) -> int:
     parent = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
       parser.error(f"cannot write --out {args.out!r}: {parent!r} is not a writable directory")
-  from anakin_mz import run, strength
+  from anakin_mz.runtime import run
+  from anakin_mz.experiments import strength
 
   try:
     bars = strength.select(

@@ -5,10 +5,13 @@
     anakin-mz train --env=nannon --minutes 60 --logdir runs/nannon
     anakin-mz train --env=nannon --logdir runs/nannon --resume
     anakin-mz train --env=nannon --agent=alphazero   # tdlambda, stochastic_muzero
+    anakin-mz train --env=catch --agent=ppo ppo.num_minibatches=4
     anakin-mz train --env=nannon --config=nannon_12_5_6
     anakin-mz train --env=pgx-othello --updates 1e4
 
-The config is the game's shipped one (`anakin_mz/configs/<env>.yaml`; a game
+`--agent` trains another registered agent the same way (`anakin_mz/agents/`:
+alphazero, tdlambda, stochastic_muzero, ppo, ...). The config is the game's
+shipped one (`anakin_mz/configs/<env>.yaml`; a game
 without one, such as the adapted `pgx-*` and `minatar-*` games, gets the
 generic config of its kind) unless --config names a YAML file or another
 shipped config; `section.key=value` arguments override it, before or after
@@ -16,16 +19,16 @@ the options. Numbers, here and in --updates and --minutes, may be written
 3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
 
 On CPU the run uses one JAX device per usable core (`--devices auto`, the
-fastest measured; see anakin_mz/host.py; as many as divide the run's
+fastest measured; see anakin_mz/runtime/host.py; as many as divide the run's
 sizes), `--devices N` forces N host devices. Each device plays, searches
-and learns on its own lanes (anakin_mz/mesh.py); `train.num_envs` and
+and learns on its own lanes (anakin_mz/runtime/mesh.py); `train.num_envs` and
 `train.batch_size` are global and must divide by their number. `--resume`
 works on any device count. `--preset accelerator` sizes the run for a GPU
 or TPU (1024 lanes per device, the batch and learning rate scaled with
-them: anakin_mz/scaling.py); `--preset cpu` (the default) keeps the
+them: anakin_mz/runtime/scaling.py); `--preset cpu` (the default) keeps the
 config's sizes. A multi-host run (TPU slice, SLURM, Open MPI, or
 JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
-`jax.distributed` first (anakin_mz/host.py).
+`jax.distributed` first (anakin_mz/runtime/host.py).
 
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 <logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
@@ -41,8 +44,8 @@ import sys
 
 import envs
 from anakin_mz import config as config_lib
-from anakin_mz import host, scaling
 from anakin_mz.cli import options
+from anakin_mz.runtime import host, registry, scaling
 
 
 def main(argv=None, prog=None) -> int:
@@ -54,7 +57,7 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument(
     "--agent",
     default=None,
-    help=f"one of {', '.join(config_lib.AGENTS)} (default ndmz): shorthand for the "
+    help=f"one of {', '.join(registry.names())} (default ndmz): shorthand for the "
     "override agent=NAME",
   )
   parser.add_argument(
@@ -106,7 +109,7 @@ def main(argv=None, prog=None) -> int:
     parser.error("--minutes must be > 0")
   logdir = args.logdir or os.path.join("runs", args.env)
 
-  from anakin_mz import run  # after validation: errors come fast
+  from anakin_mz.runtime import run  # after validation: errors come fast
 
   mesh = run.auto_mesh(cfg) if args.devices == "auto" else None
   if mesh is not None and mesh.size < jax.device_count():

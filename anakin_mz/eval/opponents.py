@@ -17,9 +17,8 @@ from typing import Optional, Tuple
 
 import envs
 import envs.bots
-from anakin_mz import act
-from anakin_mz import agent as agent_lib
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import restore as agent_lib
 
 
 def specs(env: Optional[envs.Env] = None) -> Tuple[str, ...]:
@@ -60,7 +59,7 @@ def make_opponent(spec: str, env: envs.Env, *, simulations: Optional[int] = None
 
   Raises:
     ValueError: an unknown spec, a bad argument, or a spec that does not
-      apply to `env` (`anakin_mz.checkpoint.CheckpointError` for checkpoint
+      apply to `env` (`anakin_mz.runtime.checkpoint.CheckpointError` for checkpoint
       problems, a ValueError subclass).
   """
   if not isinstance(spec, str) or not spec:
@@ -98,5 +97,5 @@ def checkpoint_opponent(
   search = loaded.config.search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
-  policy = act.search_agent_policy(loaded.network, loaded.params, loaded.env, search)
+  policy = loaded.search_policy(search)
   return Opponent(f"ckpt:{directory}@{loaded.step}", policy, step=loaded.step)

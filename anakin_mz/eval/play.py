@@ -1,6 +1,6 @@
 """Playing against a saved agent in the terminal: `scripts/play.py` is its
-command line. The agent acts through `anakin_mz.act`; chance is drawn with
-`envs.chance_outcome`.
+command line. The agent acts through its registration (`runtime.registry`);
+chance is drawn with `envs.chance_outcome`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 import envs
 from anakin_mz import act
-from anakin_mz import agent as agent_lib
+from anakin_mz.runtime import restore as agent_lib
 
 
 def _ask(prompt: str, read: Callable[[str], str], legal, names) -> int:
@@ -46,23 +46,20 @@ def play(
   read: Callable[[str], str] = input,
 ) -> int:
   """One game in the terminal; returns 0."""
-  env, network, params = agent.env, agent.network, agent.params
+  env, network, params, spec = agent.env, agent.network, agent.params, agent.spec
   config = act.eval_search_config(agent.config.search)
   if simulations is not None:
     config = dataclasses.replace(config, num_simulations=simulations)
   zero_sum = env.payoff == "zero_sum"
+  greedy = spec.greedy(network, params)
 
   @jax.jit
   def think(key, state):
     batched = jax.tree.map(lambda x: x[None], state)
-    value = network.root(params, batched.observation).value[0]
-    if kind == "greedy":
-      logits = network.root(params, batched.observation).policy_logits[0]
-      action = jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf))
-      return action, value, value
-    out = act.search_policy(
-      params, batched, key, network=network, env=env, config=config, temperature=0.0
-    )
+    value = spec.value(network, params)(batched.observation)[0]
+    if kind == "greedy" or spec.search is None:
+      return greedy(batched, key)[0], value, value
+    out = spec.search(params, batched, key, model=network, env=env, config=config, temperature=0.0)
     return out.action[0], out.root_value[0], value
 
   step = jax.jit(env.step)

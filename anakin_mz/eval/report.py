@@ -22,14 +22,14 @@ import yaml
 
 import envs
 import envs.bots
-from anakin_mz import act
-from anakin_mz import agent as agent_lib
 from anakin_mz.eval import dynamics, match, opponents
+from anakin_mz.runtime import registry
+from anakin_mz.runtime import restore as agent_lib
 
 # What plays for a checkpoint: its greedy search, its greedy network policy,
 # or its value head in a 1-ply expectimax on the real game
-# (`act.value_policy`, which judges the value head without the policy head
-# or the learned model).
+# (`AgentSpec.value_policy`, which judges the value head without the policy
+# head or the learned model).
 AGENT_KINDS = ("search", "greedy", "value")
 
 
@@ -83,7 +83,7 @@ def evaluate_checkpoint(
       )
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
-  if diagnostics and agent.config.agent != "ndmz":
+  if diagnostics and not agent.spec.capabilities.dynamics_tests:
     raise ValueError(
       f"--diagnostics tests a learned model; this checkpoint's agent "
       f"{agent.config.agent!r} has no NDMZ model, whose identity and chance heads they test "
@@ -93,12 +93,9 @@ def evaluate_checkpoint(
   search = agent.config.search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
-  search_policy = act.search_agent_policy(agent.network, agent.params, env, search)
-  greedy_policy = act.greedy_network_policy(agent.network, agent.params)
-  policies = {"greedy": greedy_policy, "search": search_policy}
+  policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
   if agent_kind == "value":  # only on request: the extra evaluators score it too
-    discount = agent.config.discount
-    policies["value"] = act.value_policy(agent.network, agent.params, env, discount=discount)
+    policies["value"] = agent.value_policy()
   policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
@@ -109,7 +106,7 @@ def evaluate_checkpoint(
     "checkpoint": os.path.abspath(directory),
     "step": agent.step,
     "agent": agent_kind,
-    "algorithm": agent.config.agent,  # the config's agent (AGENTS): whose policy plays
+    "algorithm": agent.config.agent,  # the config's agent (registered): whose policy plays
     "simulations": search.num_simulations if agent_kind == "search" else 0,
   }
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
@@ -214,8 +211,11 @@ def _interval(d) -> str:
 def format_report(r: Dict[str, object]) -> str:
   """A readable table of an `evaluate_checkpoint` result."""
   sims = f", {r['simulations']} simulations" if r["agent"] == "search" else ""
-  if r.get("algorithm") == "tdlambda" or r["agent"] == "value":  # no tree: act.value_policy
+  plays = registry.get(r["algorithm"]).plays if "algorithm" in r else ""
+  if r["agent"] == "value":  # no tree: AgentSpec.value_policy
     sims = ", 1-ply expectimax"
+  elif plays:  # an agent whose players grow no tree (TD(lambda): 1-ply expectimax)
+    sims = f", {plays}"
   algorithm = f"{r['algorithm']} " if "algorithm" in r else ""
   params = ", ".join(f"{k}={v}" for k, v in sorted(r["env_params"].items()))
   lines: List[str] = [

@@ -14,7 +14,8 @@ import numpy as np
 
 import envs
 from anakin_mz import act
-from anakin_mz import agent as agent_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime import restore as agent_lib
 from anakin_mz.search import mover_sign
 
 KIND_NAMES = {0: "choice", 1: "chance", 2: "terminal"}
@@ -287,9 +288,10 @@ def show(
     ValueError: the agent's search is not the NDMZ tree (tdlambda has no
       tree; stochastic_muzero's is mctx's, without NDMZ's node kinds).
   """
-  if agent.config.agent not in ("ndmz", "alphazero"):
+  if not agent.spec.capabilities.tree:
+    trees = [n for n in registry.names() if registry.get(n).capabilities.tree]
     raise ValueError(
-      f"show_search draws the NDMZ search tree (agents ndmz and alphazero); this "
+      f"show_search draws the NDMZ search tree (agents {' and '.join(trees)}); this "
       f"checkpoint's agent is {agent.config.agent!r}"
     )
   env = agent.env
@@ -298,11 +300,11 @@ def show(
     config = dataclasses.replace(config, num_simulations=simulations)
   state = position(env, seed, moves)
   batched = jax.tree.map(lambda x: x[None], state)
-  out = act.search_policy(
+  out = agent.spec.search(
     agent.params,
     batched,
     jax.random.PRNGKey(seed),
-    network=agent.network,
+    model=agent.network,
     env=env,
     config=config,
     temperature=0.0,

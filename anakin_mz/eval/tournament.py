@@ -20,9 +20,8 @@ import jax
 import numpy as np
 
 import envs
-from anakin_mz import act
-from anakin_mz import agent as agent_lib
-from anakin_mz import checkpoint as ckpt
+from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.eval import match, opponents, stats
 
 
@@ -31,8 +30,8 @@ class Player:
   """A tournament entrant.
 
   `make(params)` builds its policy; `params` is passed to the jitted match
-  as an argument, so checkpoints that share `static` (same network and search
-  config) share one compiled match function.
+  as an argument, so checkpoints that share `static` (same game, network and
+  search config, and agent) share one compiled match function.
   """
 
   name: str
@@ -79,12 +78,13 @@ def checkpoint_players(
     search = agent.config.search
     if simulations is not None:
       search = dataclasses.replace(search, num_simulations=simulations)
-    network, env = agent.network, agent.env
+    spec, network, env = agent.spec, agent.network, agent.env
 
-    def make(params, network=network, env=env, search=search):
-      return act.search_agent_policy(network, params, env, search)
+    def make(params, spec=spec, network=network, env=env, search=search):
+      return spec.search_policy(network, params, env, search)
 
-    static = ("ckpt", agent.config.env, agent.config.env_params, agent.config.network, search)
+    config = agent.config
+    static = ("ckpt", config.env, config.env_params, config.network, search, config.agent)
     label = os.path.basename(os.path.normpath(os.path.dirname(os.path.abspath(directory))))
     players.append(
       Player(

@@ -250,7 +250,7 @@ def run_bar(
   it is an error (delete it to train again), since a resumed run would not
   have the bar's wall-clock budget.
   """
-  from anakin_mz import run
+  from anakin_mz.runtime import run
 
   logdir = os.path.join(runs, bar.name, f"seed{seed}")
   record_path = os.path.join(logdir, "strength.json")

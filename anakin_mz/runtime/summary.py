@@ -1,5 +1,6 @@
 """A small TensorBoard scalar writer on `tensorboard`'s own event-file writer
-(no TensorFlow needed)."""
+(no TensorFlow needed), and the tags of the run loop's rows, each defined
+here once (`metrics.row` writes them, `eval.plots` reads them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,22 @@ from typing import Mapping
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+# The tags of a row (`metrics.row`); a row's other keys are `tag(key)`.
+RETURN = "selfplay/return_p0"  # mean return (player 0) of the games that ended
+EPISODE_LENGTH = "selfplay/episode_length"  # their mean length (transitions)
+ENV_STEPS_PER_S = "throughput/env_steps_per_s"
+SEARCH_SIMS_PER_S = "throughput/search_sims_per_s"  # agents that search only
+UPDATES_PER_S = "throughput/updates_per_s"
+ENV_STEPS = "train/env_steps"  # TensorBoard's x-axes (`eval.plots`)
+WALL = "train/wall_s"
+
+
+def tag(key: str) -> str:
+  """The TensorBoard tag of a row key: the key itself where it names a
+  group (`selfplay/...`), else `train/<key>` (the learner's terms, counts,
+  `env_steps`, `update_step`, `wall_s`)."""
+  return key if "/" in key else f"train/{key}"
 
 
 class SummaryWriter:

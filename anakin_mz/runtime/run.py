@@ -30,18 +30,19 @@ import time
 from typing import Callable, Dict, List, Optional
 
 import jax
-import numpy as np
 from jax.sharding import Mesh
 
 import envs.bots
-from anakin_mz import act, agents
-from anakin_mz import checkpoint as ckpt
 from anakin_mz import config as config_lib
-from anakin_mz.anakin import Learner, TrainState
-from anakin_mz.mesh import make_mesh
 from anakin_mz.config import Config
 from anakin_mz.eval import dynamics, match
-from anakin_mz.summary import SummaryWriter
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import metrics as metrics_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime.learner import BaseLearner
+from anakin_mz.runtime.mesh import make_mesh
+from anakin_mz.runtime import summary
+from anakin_mz.runtime.summary import SummaryWriter
 
 
 class NonFiniteError(RuntimeError):
@@ -58,7 +59,7 @@ class RunResult:
   `saved_step` is the update step of the last checkpoint (None if none).
   """
 
-  state: TrainState
+  state: object  # the learner's state (`anakin.TrainState`, ...)
   history: List[Dict[str, float]]
   evals: List[Dict[str, float]]
   checkpoint_dir: str
@@ -98,15 +99,19 @@ class _StopSignals:
 
 
 def nonfinite_message(
-  metrics: Dict[str, object], update_before: int, last_saved: Optional[int], checkpoint_dir: str
+  nonfinite: Dict[str, object],
+  nonfinite_update: int,
+  update_before: int,
+  last_saved: Optional[int],
+  checkpoint_dir: str,
 ) -> Optional[str]:
   """One line naming the update and the values that went non-finite, or None
-  if the chunk's `metrics` (host values of `Learner.step`'s) are all finite."""
-  flags = metrics["nonfinite"]
-  bad = sorted(k for k, v in flags.items() if bool(v))
+  if the chunk's flags `nonfinite` (host values of a step's
+  `StepMetrics.nonfinite`, with its `nonfinite_update`) are all False."""
+  bad = sorted(k for k, v in nonfinite.items() if bool(v))
   if not bad:
     return None
-  first = int(metrics["nonfinite_update"])
+  first = int(nonfinite_update)
   update = update_before + (first + 1 if first >= 0 else 1)
   kept = (
     f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
@@ -134,33 +139,37 @@ class _NoWriter:
 
 
 @functools.lru_cache(maxsize=4)
-def _match_vs_random(learner: Learner, num_games: int):
+def _match_vs_random(agent, num_games: int):
   """The jitted match `(params, key) -> MatchResult` of the greedy search
-  agent against uniform random: params are an argument, so it compiles once
-  per learner and game count (a closure over each evaluation's params
-  compiled it again every time, ~8 s of each ~13 s Nannon evaluation)."""
-  env = learner.env
+  agent (`AgentSpec.search_policy`) against uniform random: params are an
+  argument, so it compiles once per learner (or restored agent) and game
+  count (a closure over each evaluation's params compiled it again every
+  time, ~8 s of each ~13 s Nannon evaluation)."""
+  env, spec = agent.env, registry.get(agent.config.agent)
 
   def play(params, key):
-    agent = act.search_agent_policy(learner.network, params, env, learner.config.search)
-    return match.play_match(env, agent, envs.random_policy, key, num_games)
+    player = spec.search_policy(agent.network, params, env, agent.config.search)
+    return match.play_match(env, player, envs.random_policy, key, num_games)
 
   return jax.jit(play)
 
 
-def evaluate(learner: Learner, params, key, num_games: int) -> Dict[str, float]:
-  """Greedy search agent vs uniform random, all games on device; then the
-  game's extra evaluators (`envs.bots.evaluators`) on the greedy network
-  policy, and the NDMZ paper's dynamics tests (`dynamics/<metric>_k<depth>`)."""
-  env = learner.env
-  result = _match_vs_random(learner, num_games)(params, key)
+def evaluate(agent, params, key, num_games: int) -> Dict[str, float]:
+  """The run loop's evaluation of `agent` (a learner or a restored agent:
+  its `config`, `env` and `network`) with `params`: its greedy player vs
+  uniform random, all games on device; then the game's extra evaluators
+  (`envs.bots.evaluators`) on its greedy network policy, and where its
+  model has NDMZ's heads the NDMZ paper's dynamics tests
+  (`dynamics/<metric>_k<depth>`)."""
+  env, spec = agent.env, registry.get(agent.config.agent)
+  result = _match_vs_random(agent, num_games)(params, key)
   out = {f"eval/vs_random_{k}": v for k, v in match.summarize(result).items()}
-  greedy = {"greedy": act.greedy_network_policy(learner.network, params)}
+  greedy = {"greedy": spec.greedy(agent.network, params)}
   for evaluator in envs.bots.evaluators(env.id):
     scores = evaluator.score(env, greedy, key)
     out.update({f"{evaluator.name}/{k}": v for k, v in scores.items()})
-  if learner.config.agent == "ndmz":  # the dynamics tests test a learned model
-    out.update(dynamics.learner_hook(learner, params))
+  if spec.capabilities.dynamics_tests:
+    out.update(dynamics.learner_hook(agent, params))
   return out
 
 
@@ -182,7 +191,7 @@ def auto_mesh(config: Config) -> Mesh:
   return make_mesh(devices)
 
 
-def _compiled_step(learner: Learner, state):
+def _compiled_step(learner: BaseLearner, state):
   """`learner.jit_step` compiled for `state`; in a multi-process run, once
   every process has compiled it. (The CPU collectives of several processes
   give a peer 30 s to reach the first collective; compile times differ by
@@ -219,11 +228,13 @@ def train(
   progress: bool = True,
   checkpoint_dir: Optional[str] = None,
   mesh: Optional[Mesh] = None,
+  on_step: Optional[Callable[[Dict[str, float]], None]] = None,
 ) -> RunResult:
-  """Trains until `max_updates` updates (default `train.total_updates`) or
-  `max_minutes` of wall-clock time, whichever comes first, on `mesh`
-  (default: every device, `mesh.make_mesh`; `auto_mesh` fits it to the
-  config).
+  """Trains `config`'s agent (its learner, `registry.make_learner`) until
+  `max_updates` updates (default `train.total_updates`) or `max_minutes` of
+  wall-clock time, whichever comes first, on `mesh` (default: every device,
+  `mesh.make_mesh`; `auto_mesh` fits it to the config). `on_step(row)` sees
+  each step's history row as it comes.
 
   Raises:
     ValueError: an unwritable logdir; checkpoints present without `resume`;
@@ -239,7 +250,7 @@ def train(
   tc = config.train
   target = tc.total_updates if max_updates is None else max_updates
 
-  learner = agents.make_learner(config, mesh)
+  learner = registry.make_learner(config, mesh)
   env = learner.env
   state = learner.init_sharded(config.seed)
   num_devices = learner.num_devices
@@ -352,30 +363,24 @@ def train(
         before = current_step()
         new_state, metrics = step_fn(state)
         metrics = jax.device_get(metrics)
-        bad = nonfinite_message(metrics, before, saved_step, checkpoint_dir)
+        bad = nonfinite_message(
+          metrics.nonfinite, metrics.nonfinite_update, before, saved_step, checkpoint_dir
+        )
         if bad is not None:
           raise NonFiniteError(bad)
         state = new_state
         dt = time.perf_counter() - t0
         step = current_step()
-        episodes += int(metrics["episodes"])
-        row = {
-          k: float(np.mean(v))
-          for k, v in metrics.items()
-          if k not in ("return_sum", "nonfinite", "nonfinite_update")
-        }
-        if metrics["episodes"] > 0:
-          row["selfplay/return_p0"] = float(metrics["return_sum"][0] / metrics["episodes"])
-          row["selfplay/episode_length"] = float(metrics["length_sum"] / metrics["episodes"])
-        row["throughput/env_steps_per_s"] = float(metrics["transitions"]) / dt
-        row["throughput/search_sims_per_s"] = float(metrics["searches"]) * sims / dt
-        row["throughput/updates_per_s"] = float(metrics["updates_applied"]) / dt
+        episodes += int(metrics.episodes)
+        row = metrics_lib.row(metrics, dt, sims)
         row["env_steps"] = float(state.env_steps)
         row["update_step"] = step
         row["wall_s"] = time.perf_counter() - start
         history.append(row)
+        if on_step is not None:
+          on_step(row)
         if step - last_log >= tc.log_every or step >= target:
-          writer.scalars(step, {k if "/" in k else f"train/{k}": v for k, v in row.items()})
+          writer.scalars(step, {summary.tag(k): v for k, v in row.items()})
           last_log = step
         if (
           tc.eval_every
@@ -394,7 +399,7 @@ def train(
           bar.set_postfix(
             env_steps=f"{row['env_steps']:.0f}",
             games=episodes,
-            steps_s=f"{row['throughput/env_steps_per_s']:.0f}",
+            steps_s=f"{row[summary.ENV_STEPS_PER_S]:.0f}",
             eval=latest_eval or "-",
             refresh=False,
           )

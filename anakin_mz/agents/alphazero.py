@@ -22,8 +22,8 @@ steps the game:
 Only the representation and prediction networks are trained
 (`alphazero_loss`: value and choice policy at the sampled decision node, plus
 L2); the dynamics network exists in the params but is never used. Self-play,
-replay, the learner loop and checkpoints are `anakin.Learner`'s
-(`agents.AlphaZeroLearner`).
+replay, the learner loop and checkpoints are the Anakin learner's
+(`AlphaZeroLearner`, `runtime.anakin.Learner` with this loss).
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ import jax.numpy as jnp
 import optax
 
 import envs
-from anakin_mz import lookahead
+from anakin_mz import act, lookahead
 from anakin_mz.loss import LossConfig, l2_norm_squared, value_loss
 from anakin_mz.networks import Network, NetworkConfig
 from anakin_mz.replay import Batch
+from anakin_mz.runtime import registry
+from anakin_mz.runtime.anakin import Learner
+from anakin_mz.search import SearchConfig, SearchOutput
 from anakin_mz.types import ModelOutput, Params, relative_identity
 
 
@@ -65,7 +68,7 @@ def _masked_logits(logits: chex.Array, valid: chex.Array) -> chex.Array:
 class TrueModel(Network):
   """The network (h and f) plus the real game as the search's model.
 
-  `state_root` and `recurrent` are what `act.search_policy` hands the search;
+  `state_root` and `recurrent` are what `search` hands the NDMZ search;
   everything else (init, represent, predict, unroll) is `Network`'s.
   """
 
@@ -149,3 +152,57 @@ def alphazero_loss(
   l2 = config.l2 * l2_norm_squared({"h": params["h"], "f": params["f"]})  # g is unused
   loss = config.value_weight * value + config.policy_weight * policy + l2
   return loss, {"value": value, "policy": policy, "l2": l2, "total": loss}
+
+
+def search(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  model: TrueModel,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
+  """AlphaZero's `act.SearchFn`: the NDMZ search on the real game, rooted at
+  the batched states `state` `[B]` themselves (`TrueModel.state_root`)."""
+  return act.tree_search(
+    params,
+    state,
+    key,
+    root=model.state_root(params, state),
+    recurrent_fn=model.recurrent,
+    env=env,
+    config=config,
+    temperature=temperature,
+  )
+
+
+class AlphaZeroLearner(Learner):
+  """The Anakin learner with the true model in the search and AlphaZero's loss."""
+
+  def _loss(self, params, batch):
+    return alphazero_loss(params, self.network, batch, self.config.loss)
+
+
+def check(config) -> None:
+  """Refuses what AlphaZero's search cannot do."""
+  if not config.search.terminal_nodes:
+    raise ValueError(
+      "agent alphazero needs search.terminal_nodes: true (the game's terminal "
+      "nodes are never expanded); remove search.terminal_nodes=false"
+    )
+
+
+AGENT = registry.register(
+  registry.AgentSpec(
+    name="alphazero",
+    learner=AlphaZeroLearner,
+    model=lambda config, env: TrueModel(env, config.network, discount=config.discount),
+    greedy=act.root_greedy,
+    value=act.root_value,
+    search=search,
+    capabilities=registry.Capabilities(ndmz_network=True, tree=True, true_model=True),
+    check=check,
+  )
+)

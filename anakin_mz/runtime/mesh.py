@@ -1,6 +1,6 @@
 """The device mesh a run is laid out on, and the device-local Anakin step.
 
-A learner (`anakin.Learner`, `tdlambda.TDLambdaLearner`) describes one global
+A learner (`learner.BaseLearner`: every agent's) describes one global
 state: `init(key)`, `init_run(seed)` and `specs(state)`, the `PartitionSpec`
 of each leaf over the mesh's one axis, "data" (the self-play lanes and the
 replay buffer's lane axis split over the devices, everything else

@@ -159,9 +159,14 @@ def hidden_tsne_png(
   """The hidden-state map of the agent saved in checkpoint `directory`
   (latest step unless `step`) as a PNG at `out`; returns `out`. Raises
   `CheckpointError` (a ValueError) for a bad checkpoint."""
-  from anakin_mz.agent import load_agent
+  from anakin_mz.runtime.restore import load_agent
 
   agent = load_agent(directory, step)
+  if not agent.spec.capabilities.ndmz_network:
+    raise ValueError(
+      f"the hidden-state map reads an NDMZ network's representation; this checkpoint's "
+      f"agent {agent.config.agent!r} has none"
+    )
   states = collect_hidden_states(
     agent.env, agent.network, agent.params, jax.random.PRNGKey(seed), num_positions
   )

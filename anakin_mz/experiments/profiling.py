@@ -5,7 +5,7 @@ Pieces, all jitted on their own and run on the state of a warmed-up learner
 (replay filled past `min_replay`, so updates are applied):
 
 * rollout: one self-play chunk (search, env and bookkeeping);
-* search: one search call on B lanes (`act.search_policy`); a chunk makes
+* search: one search call on B lanes (the agent's, `AgentSpec.search`); a chunk makes
   `searches / B` of them;
 * replay add, replay prepare: once per chunk;
 * sample, update: one batch draw; one gradient update (its own draw
@@ -31,10 +31,9 @@ import jax
 import numpy as np
 
 from anakin_mz import replay as replay_lib
-from anakin_mz import scaling
-from anakin_mz.anakin import Learner, TrainState
+from anakin_mz.runtime import scaling
+from anakin_mz.runtime.anakin import Learner, TrainState
 from anakin_mz.config import Config
-from anakin_mz.act import search_policy
 from anakin_mz.selfplay import rollout
 
 PIECES = ("rollout", "search", "replay_add", "replay_prepare", "sample", "update")
@@ -92,18 +91,18 @@ class _Subject:
     # once `ready`; before that they are computed and dropped anyway).
     for _ in range(2 * tc.min_replay // tc.rollout_length + 2):
       state, metrics = learner.jit_step(state)
-    if int(metrics["updates_applied"]) == 0:
+    if int(metrics.updates_applied) == 0:
       raise ValueError(f"{name}: no update applied after warm-up")
     self.state: TrainState = state
     self.chain = state
-    env, net = learner.env, learner.network
+    env, net, search = learner.env, learner.network, learner.agent.search
     search_cfg = config.search
     temperature = learner.temperature(state.update_step)
     self.rollout = jax.jit(functools.partial(_rollout, learner=learner, temperature=temperature))
     self.search = jax.jit(
       lambda params, key, s: (
-        search_policy(
-          params, s, key, network=net, env=env, config=search_cfg, temperature=temperature
+        search(
+          params, s, key, model=net, env=env, config=search_cfg, temperature=temperature
         ).action_weights
       )
     )
@@ -154,8 +153,10 @@ class _Subject:
     metrics = jax.device_get(metrics)
     self.counts.append(
       {
-        k: float(metrics[k])
-        for k in ("transitions", "searches", "decision_steps", "updates_applied")
+        "transitions": float(metrics.transitions),
+        "searches": float(metrics.search.searches),
+        "decision_steps": float(metrics.decision_steps),
+        "updates_applied": float(metrics.updates_applied),
       }
     )
     return metrics
@@ -182,6 +183,7 @@ def _rollout(params, actor, key, *, learner: Learner, temperature):
     config=learner.config.search,
     num_steps=tc.rollout_length,
     temperature=temperature,
+    search=learner.agent.search,
     search_at_chance=tc.search_at_chance,
   )
 
@@ -461,7 +463,7 @@ def scale_rows(
     searches = []
     for _ in range(warmup):
       state, metrics = step(state)
-      searches.append(float(metrics["searches"]))
+      searches.append(float(metrics.search.searches))
     jax.block_until_ready(state)
     subjects.append([n, cfg, learner, step, state, searches, []])
   for r in range(repeats):
@@ -471,7 +473,7 @@ def scale_rows(
       state, metrics = step(state)
       jax.block_until_ready(state)
       times.append(time.perf_counter() - t0)
-      searches.append(float(metrics["searches"]))
+      searches.append(float(metrics.search.searches))
       subject[4] = state
       log(f"round {r + 1}: {n} lanes {times[-1]:.2f} s")
   rows = []

@@ -48,7 +48,7 @@ strictly alternates, did not need this; a fixed perspective would not help,
 since a node must still know whose side it maximises for.)
 
 Training (`smz_loss`), a K-step unroll over decision steps
-(`replay.sample_decisions`): the replay records every transition, decision
+(`sample_decisions`): the replay records every transition, decision
 and chance ones alike. Step k of an SMZ unroll is one decision d_k, its
 action a_k, and the whole run of chance transitions up to the next decision
 d_{k+1}: the encoder sees the observation at d_{k+1} (all zeros where the
@@ -107,7 +107,13 @@ from anakin_mz.networks import (
   input_shape,
   scale_gradient,
 )
-from anakin_mz.replay import DecisionBatch
+from anakin_mz import act
+from anakin_mz.replay.buffer import lane_get
+from anakin_mz.replay.sample import Starts, past_end_actions, sample_starts
+from anakin_mz.replay.targets import Prepared, backward_sums
+from anakin_mz.runtime import mesh as mesh_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime.anakin import Learner
 from anakin_mz.search import SearchConfig, SearchOutput, add_root_noise, search_output
 from anakin_mz.types import ModelOutput, Params
 
@@ -378,7 +384,7 @@ def smz_search(
 def smz_loss(
   params: Params, network: StochasticNetwork, batch: DecisionBatch, config: LossConfig
 ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
-  """The Stochastic MuZero loss on a `replay.DecisionBatch` (module
+  """The Stochastic MuZero loss on a `DecisionBatch` (module
   docstring). Returns (loss `[]`, metrics: the terms, `l2`, `total`,
   `turn_accuracy` and `code_usage`, the share of codes some sample used)."""
   out = network.unroll(params, batch.observation, batch.actions, batch.next_observation)
@@ -415,3 +421,237 @@ def smz_loss(
   used = jnp.any(code.reshape((-1, code.shape[-1])) > 0.5, axis=0)
   metrics = dict(terms, l2=l2, total=loss, turn_accuracy=jnp.mean(hits), code_usage=jnp.mean(used))
   return loss, metrics
+
+
+# ------------------------------------ replay: decision-to-decision unrolls
+
+
+@chex.dataclass(frozen=True)
+class DecisionBatch:
+  """N training samples of a K-step unroll over *decision* steps (Stochastic
+  MuZero's, this module's): step k goes from the k-th decision
+  d_k of the sample to the next one, d_{k+1}, through every chance node in
+  between. Past the episode's end: value, reward and turn 0, policy masked,
+  a uniformly random player action and an all-zero next observation.
+
+  Attributes:
+    observation: `[N, *obs]` at d_0, the sampled start.
+    actions: int32 `[N, K]` the player action taken at d_k.
+    next_observation: `[N, K, *obs]` the observation at d_{k+1} (the input
+      of the chance-code encoder); all zeros where the episode ended first.
+    target_value: `[N, K+1]` value target at d_k, from d_k's mover's view.
+    target_reward: `[N, K]` rewards from d_k up to d_{k+1} (or the end),
+      discounted per transition, from d_k's mover's view.
+    target_policy: `[N, K+1, A]` search visits at d_k; policy_mask `[N, K+1]`
+      bool (d_k is before the episode's end).
+    target_turn: int32 `[N, K]` 1 where the mover at d_{k+1} is not d_k's
+      mover, else 0 (the episode ended first: 0).
+  """
+
+  observation: chex.Array
+  actions: chex.Array
+  next_observation: chex.Array
+  target_value: chex.Array
+  target_reward: chex.Array
+  target_policy: chex.Array
+  policy_mask: chex.Array
+  target_turn: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class DecisionPrepared:
+  """The whole-buffer facts `sample_decisions` draws from (`prepare_decisions`).
+
+  Attributes:
+    base: the transition-level `Prepared` (values, segments, slots).
+    next_decision: int32 `[L, B]` logical order: the first decision step
+      after each step (L: none in the lane's data).
+    reward_to_next: float32 `[L, B, P]`: rewards from each step up to the
+      next decision step or the end of its segment, discounted per
+      transition, per absolute player.
+    start_ok: bool `[L, B]`: decision steps whose K next decisions are known
+      (or whose episode ends first).
+  """
+
+  base: Prepared
+  next_decision: chex.Array
+  reward_to_next: chex.Array
+  start_ok: chex.Array
+
+
+def prepare_decisions(prepared: Prepared, *, K: int, discount: float = 1.0) -> DecisionPrepared:
+  """The decision-to-decision facts of the buffer `prepared` was derived from
+  (O(K L B) gathers and one parallel scan), on top of `prepared`'s own
+  segment ends and next decisions."""
+  buffer = prepared.buffer
+  cap = buffer.capacity
+  time = jnp.broadcast_to(jnp.arange(cap)[:, None], prepared.valid.shape)
+  never = jnp.int32(cap)
+  next_decision = prepared.decision_after
+  # A chain of decisions stays in its segment: a later one belongs to the
+  # next episode (or is unknown).
+  chain = time
+  for _ in range(K):
+    chain = jnp.where(
+      chain < cap, jnp.take_along_axis(next_decision, jnp.minimum(chain, cap - 1), axis=0), never
+    )
+  start_ok = prepared.decision & (prepared.done_at_end | (chain <= prepared.end))
+  # Rewards up to the next decision: the recurrence stops before a decision
+  # step and at the segment's end.
+  valid_next = jnp.concatenate([prepared.valid[1:], jnp.zeros_like(prepared.valid[:1])])
+  decision_next = jnp.concatenate([prepared.decision[1:], jnp.zeros_like(prepared.decision[:1])])
+  goes_on = prepared.valid & valid_next & ~decision_next & (prepared.end > time)
+  rewards = jnp.where(prepared.valid[..., None], lane_get(buffer.data.rewards, prepared.phys), 0.0)
+  reward_to_next = backward_sums(jnp.where(goes_on, discount, 0.0)[..., None], rewards)
+  return DecisionPrepared(
+    base=prepared, next_decision=next_decision, reward_to_next=reward_to_next, start_ok=start_ok
+  )
+
+
+def sample_decisions(
+  dprepared: DecisionPrepared,
+  key: chex.PRNGKey,
+  batch_size: int,
+  *,
+  K: int,
+  num_actions: int,
+  shard: chex.Numeric = 0,
+  num_shards: int = 1,
+) -> DecisionBatch:
+  """`batch_size` starts drawn (stratified by lane, `sample_starts`; sharded
+  as `sample_prepared`) among `dprepared.start_ok`, and their K-step
+  decision unrolls (`DecisionBatch`)."""
+  prepared = dprepared.base.replace(start_ok=dprepared.start_ok)
+  starts = sample_starts(prepared, key, batch_size, shard=shard, num_shards=num_shards)
+  return decisions_at(dprepared, starts, batch_size=batch_size, K=K, num_actions=num_actions)
+
+
+def decisions_at(
+  dprepared: DecisionPrepared,
+  starts: Starts,
+  *,
+  batch_size: int,
+  K: int,
+  num_actions: int,
+) -> DecisionBatch:
+  """The `DecisionBatch` of `starts` (rows of a batch of `batch_size`).
+  Meaningful where `dprepared.start_ok[starts.i, starts.lane]`."""
+  if K < 0:
+    raise ValueError(f"need K >= 0, got {K}")
+  i, lane = starts.i, starts.lane
+  prepared = dprepared.base
+  data = prepared.buffer.data
+  cap = prepared.buffer.capacity
+  n = i.shape[0]
+  end = prepared.end[i, lane]  # [N]
+  times, alive = [i], [jnp.ones((n,), jnp.bool_)]
+  for _ in range(K):
+    nxt = dprepared.next_decision[jnp.minimum(times[-1], cap - 1), lane]
+    alive.append(alive[-1] & (nxt <= end))
+    times.append(nxt)
+  pos = jnp.minimum(jnp.stack(times, axis=1), cap - 1)  # [N, K+1] logical times
+  alive = jnp.stack(alive, axis=1)
+  lane_k = lane[:, None]
+  slot = prepared.phys[pos, lane_k]
+  player = jnp.maximum(data.player[slot, lane_k], 0)  # a decision's mover where alive
+  mine = lambda x: jnp.take_along_axis(x, player[..., None], axis=-1)[..., 0]
+  value = mine(prepared.values[pos, lane_k])
+  reward = mine(dprepared.reward_to_next[pos, lane_k])[:, :K]
+  random_actions = past_end_actions(starts, batch_size, K, num_actions)
+  actions = jnp.where(alive[:, :K], data.action[slot[:, :K], lane_k], random_actions)
+  next_alive = alive[:, 1:]
+  obs = data.observation[slot[:, 1:], lane_k]
+  next_obs = jnp.where(next_alive.reshape(next_alive.shape + (1,) * (obs.ndim - 2)), obs, 0.0)
+  turn = next_alive & (player[:, 1:] != player[:, :K])
+  batch = DecisionBatch(
+    observation=data.observation[slot[:, 0], lane],
+    actions=actions.astype(jnp.int32),
+    next_observation=next_obs,
+    target_value=jnp.where(alive, value, 0.0),
+    target_reward=jnp.where(alive[:, :K], reward, 0.0),
+    target_policy=jnp.where(alive[..., None], data.search_policy[slot, lane_k], 0.0),
+    policy_mask=alive,
+    target_turn=turn.astype(jnp.int32),
+  )
+  chex.assert_shape([batch.actions, batch.target_reward, batch.target_turn], (n, K))
+  chex.assert_shape([batch.target_value, batch.policy_mask], (n, K + 1))
+  chex.assert_shape(batch.next_observation, (n, K) + data.observation.shape[2:])
+  return batch
+
+
+# ------------------------------------------------------------ the agent
+
+
+def search(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  model: StochasticNetwork,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
+  """Stochastic MuZero's `act.SearchFn`: `smz_search` from the observations
+  of the batched states `state` `[B]`."""
+  del env
+  mask = act.decision_mask(state)
+  return smz_search(
+    params, key, model, state.observation, mask, config=config, temperature=temperature
+  )
+
+
+class StochasticMuZeroLearner(Learner):
+  """The Anakin learner with Stochastic MuZero's model (self-play runs
+  `search` on it) and loss, on K-step unrolls over decision steps
+  (`sample_decisions`)."""
+
+  def _prepare(self, buffer):
+    prepared = super()._prepare(buffer)
+    return prepare_decisions(
+      prepared, K=self.config.train.unroll_steps, discount=self.config.discount
+    )
+
+  def _sample(self, params, prepared, key):
+    del params  # no reanalyse (`check` refuses it)
+    tc = self.config.train
+    return sample_decisions(
+      prepared,
+      key,
+      tc.batch_size,
+      K=tc.unroll_steps,
+      num_actions=self.env.num_actions,
+      shard=mesh_lib.shard_index(),
+      num_shards=self.num_devices,
+    )
+
+  def _loss(self, params, batch):
+    return smz_loss(params, self.network, batch, self.config.loss)
+
+
+def check(config) -> None:
+  """What this module does not implement, refused."""
+  unsupported = {
+    "search.root: gumbel (it searches with mctx.stochastic_muzero_policy's PUCT)": (
+      config.search.root != "puct"
+    ),
+    "train.reanalyse_fraction > 0": config.train.reanalyse_fraction > 0,
+    "network.kind: resnet (use mlp or conv)": config.network.kind == "resnet",
+  }
+  bad = [name for name, refused in unsupported.items() if refused]
+  if bad:
+    raise ValueError(f"agent stochastic_muzero does not support {'; '.join(bad)}")
+
+
+AGENT = registry.register(
+  registry.AgentSpec(
+    name="stochastic_muzero",
+    learner=StochasticMuZeroLearner,
+    model=lambda config, env: StochasticNetwork(env, config.network),
+    greedy=act.root_greedy,
+    value=act.root_value,
+    search=search,
+    capabilities=registry.Capabilities(learned_model=True, two_sided_value=True),
+    check=check,
+  )
+)

@@ -3,11 +3,12 @@
 A checkpoint directory holds one sub-directory per saved update step. Each
 step stores two items:
 
-* `state`: the complete `anakin.TrainState` pytree (params, optimizer state,
-  replay buffer, self-play lanes, RNG key, counters) as global arrays, so a
+* `state`: the learner's complete state pytree (`anakin.TrainState`: params,
+  optimizer state, replay buffer, self-play lanes, RNG key, counters) as
+  global arrays, so a
   resumed run continues exactly where the saved one stopped. Orbax writes
   each device's shards (each host its own, multi-host); `restore` into a
-  template with shardings (`Learner.abstract_state`) lays the state out on
+  template with shardings (`OnMesh.abstract_state`) lays the state out on
   the restoring run's devices, so a state saved on N devices resumes on M;
 * `meta`: JSON with the config, the env id and version, the package version
   and the step; the run loop adds `state_layout` ("global") and the device
@@ -15,7 +16,7 @@ step stores two items:
 
 Checkpoints of the earlier `pmap` run loop (before `state_layout`) hold the
 state with a leading device axis: their params still load for evaluation
-(`agent.load_agent`), but `check_resumable` refuses to resume them.
+(`restore.load_agent`), but `check_resumable` refuses to resume them.
 
 Restoring checks the metadata against what the caller expects, and that
 every floating-point array is finite, and raises a `CheckpointError` (a
@@ -211,9 +212,34 @@ def restore(
   step = _resolve(directory, step)
   meta = load_metadata(directory, step)
   abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
+  state = _read(directory, step, ocp.args.StandardRestore(abstract))
+  return _checked(directory, step, state, template), meta
+
+
+def restore_params(
+  directory: str, template, step: Optional[int] = None
+) -> Tuple[object, Dict[str, object]]:
+  """`restore` of the saved state's `params` alone, into `template` (their
+  shapes, dtypes and shardings): Orbax reads that sub-tree only, so the
+  caller needs no template of the rest of the state (the learner's). For
+  evaluation (`restore.load_agent`). Raises as `restore`."""
+  step = _resolve(directory, step)
+  meta = load_metadata(directory, step)
+  abstract = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, template)}
+  args = ocp.args.PyTreeRestore(
+    item=abstract,
+    restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+    partial_restore=True,
+  )
+  params = _read(directory, step, args)["params"]
+  return _checked(directory, step, params, template), meta
+
+
+def _read(directory: str, step: int, args):
+  """The `state` item of `step`, read with Orbax restore `args`."""
   mngr = _manager(directory, create=False)
   try:
-    out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+    return mngr.restore(step, args=ocp.args.Composite(state=args))["state"]
   except Exception as e:
     raise CheckpointError(
       f"checkpoint {directory!r} step {step} does not fit this network/config "
@@ -221,7 +247,11 @@ def restore(
     ) from None
   finally:
     mngr.close()
-  state = out["state"]
+
+
+def _checked(directory: str, step: int, state, template):
+  """`state` as read, refused where its shapes differ from `template`'s or
+  it holds non-finite values."""
   for got, want in zip(jax.tree.leaves(state), jax.tree.leaves(template)):
     if got.shape != want.shape or got.dtype != want.dtype:
       raise CheckpointError(
@@ -236,7 +266,7 @@ def restore(
       f"inf) in {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}: a diverged "
       "run; use an earlier step"
     )
-  return state, meta
+  return state
 
 
 def _warn(line: str) -> None:

@@ -23,7 +23,7 @@ seed gives the same run on any device count, multi-host included
 from __future__ import annotations
 
 import functools
-from typing import Dict, Tuple
+from typing import Tuple
 
 import chex
 import jax
@@ -31,15 +31,14 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
-import envs
 from anakin_mz import reanalyse as reanalyse_lib
 from anakin_mz import replay as replay_lib
 from anakin_mz.config import Config
-from anakin_mz.guard import finite_check
 from anakin_mz.loss import ndmz_loss
-from anakin_mz import mesh as mesh_lib
-from anakin_mz.mesh import OnMesh, make_mesh
-from anakin_mz.networks import Network
+from anakin_mz.runtime import mesh as mesh_lib
+from anakin_mz.runtime.guard import guarded
+from anakin_mz.runtime.learner import BaseLearner
+from anakin_mz.runtime.metrics import StepMetrics, search_stats
 from anakin_mz.selfplay import ActorState, init_actors, rollout
 from envs.core import raw_key
 
@@ -67,37 +66,29 @@ class TrainState:
   env_steps: chex.Array
 
 
-class Learner(OnMesh):
-  """Builds the training state and the jitted Anakin step for one config,
-  on `mesh` (default: `make_mesh()`, every device).
+class Learner(BaseLearner):
+  """The Anakin learner of the agents that search with a model and learn
+  from a replay buffer (`ndmz`, and `alphazero` and `stochastic_muzero`,
+  which override the loss and, SMZ, the sampling): the training state and
+  the jitted Anakin step for one config, on `mesh` (default: `make_mesh()`,
+  every device). The model is the agent's (`AgentSpec.model`), self-play
+  runs the agent's search (`AgentSpec.search`); the loss is NDMZ's unless a
+  subclass overrides `_loss`.
 
   Raises:
     ValueError: `train.num_envs` or `train.batch_size` does not divide by
       the number of devices.
   """
 
+  SPLIT = ("num_envs", "batch_size")
+
   def __init__(self, config: Config, mesh: Mesh | None = None):
-    self.config = config
-    self.mesh = make_mesh() if mesh is None else mesh
-    self.num_devices = int(self.mesh.size)
-    for name in ("num_envs", "batch_size"):
-      value = getattr(config.train, name)
-      if value % self.num_devices:
-        raise ValueError(
-          f"train.{name}={value} does not divide over {self.num_devices} devices: "
-          f"{name} is global and is split evenly over the devices; use a multiple of "
-          f"{self.num_devices} or another device count (train.py --devices)"
-        )
+    super().__init__(config, mesh)
     # Raises where the reanalysed samples do not split over the devices.
     reanalyse_lib.reanalysed_rows(
       config.train.batch_size, config.train.reanalyse_rows, self.num_devices
     )
-    self.env: envs.Env = config.make_env()
-    self.network = Network(self.env, config.network)
     tc = config.train
-    self.optimizer = optax.chain(
-      optax.clip_by_global_norm(tc.max_grad_norm), optax.adam(tc.learning_rate_schedule())
-    )
     self.transitions_per_chunk = tc.rollout_length * tc.num_envs
     self.updates_per_chunk = tc.updates_per_chunk(self.transitions_per_chunk)
 
@@ -135,14 +126,9 @@ class Learner(OnMesh):
       buffer=buffer.replace(write=lanes, count=lanes, added=lanes),
     )
 
-  def init_run(self, seed: int) -> TrainState:
-    """The run loop's fresh state for `seed`: `init(PRNGKey(seed))` with the
-    lanes and the run key drawn from `PRNGKey(seed + 1)` (the streams of
-    the earlier one-device run loop, so its runs keep their numbers)."""
-    base = self.init(jax.random.PRNGKey(seed))
-    k_actor, k_run = jax.random.split(jax.random.split(jax.random.PRNGKey(seed + 1), 1)[0])
-    actor = init_actors(self.env, k_actor, self.config.train.num_envs)
-    return base.replace(actor=actor, key=k_run)
+  def init_actor(self, params, key: chex.Array) -> ActorState:
+    del params
+    return init_actors(self.env, key, self.config.train.num_envs)
 
   # ---------------------------------------------------------------- step
   def temperature(self, update_step: chex.Array) -> chex.Array:
@@ -222,7 +208,7 @@ class Learner(OnMesh):
     metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return (params, opt_state), metrics
 
-  def local_step(self, state: TrainState) -> Tuple[TrainState, Dict[str, chex.Array]]:
+  def local_step(self, state: TrainState) -> Tuple[TrainState, StepMetrics]:
     """One Anakin step of this device's share of the state (call it through
     `jit_step`, which runs it on every device).
 
@@ -234,10 +220,10 @@ class Learner(OnMesh):
     NaN/inf guard: if any update's loss term, loss or gradient norm, or the
     resulting parameters, is non-finite, the chunk's updates are not applied
     (params and optimizer state keep their last finite values, so a state is
-    never non-finite) and `metrics["nonfinite"]` (a dict of bool `[]` per
-    metric name and `params`) and `metrics["nonfinite_update"]` (the first
-    bad update's index in the chunk, -1 if none) report it. The run loop
-    stops on it; there is no host sync per update.
+    never non-finite) and the metrics' `nonfinite` (bool `[]` per term,
+    `loss`, `grad_norm` and `params`) and `nonfinite_update` (the first bad
+    update's index in the chunk, -1 if none) report it (`guard.guarded`).
+    The run loop stops on it; there is no host sync per update.
     """
     tc = self.config.train
     key, k_roll, k_upd = jax.random.split(state.key, 3)
@@ -251,6 +237,7 @@ class Learner(OnMesh):
       config=self.config.search,
       num_steps=tc.rollout_length,
       temperature=self.temperature(state.update_step),
+      search=self.agent.search,
       search_at_chance=tc.search_at_chance,
       lane0=mesh_lib.lane_offset(local_lanes),
       total_lanes=tc.num_envs,
@@ -264,27 +251,25 @@ class Learner(OnMesh):
     (params, opt_state), metrics = jax.lax.scan(
       update, (state.params, state.opt_state), jax.random.split(k_upd, self.updates_per_chunk)
     )
-    nonfinite, first_bad = finite_check(metrics, params)
-    metrics = jax.tree.map(jnp.mean, metrics)
     # A chunk with any non-finite value is not applied: params and optimizer
     # state keep their last finite values, and `nonfinite` reports it.
-    apply = ready & ~jnp.any(jnp.stack(list(nonfinite.values())))
-    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(apply, n, o), new, old)
-    params = keep(params, state.params)
-    opt_state = keep(opt_state, state.opt_state)
-    done_updates = jnp.where(apply, self.updates_per_chunk, 0)
-    metrics.update(
+    params, opt_state, applied, nonfinite, first_bad = guarded(
+      metrics, params, opt_state, state.params, state.opt_state, ready
+    )
+    done_updates = jnp.where(applied, self.updates_per_chunk, 0)
+    metrics = StepMetrics(
       episodes=stats.episodes,
       return_sum=stats.return_sum,
       length_sum=stats.length_sum,
       decision_steps=stats.decision_steps,
-      searches=stats.searches,
-      decisions_per_search=stats.decision_steps / jnp.maximum(stats.searches, 1),
       transitions=stats.transitions,
       updates_applied=done_updates,
-      temperature=self.temperature(state.update_step),
-      nonfinite={k: v & ready for k, v in nonfinite.items()},
-      nonfinite_update=jnp.where(ready, first_bad, -1),
+      terms=jax.tree.map(jnp.mean, metrics),
+      nonfinite=nonfinite,
+      nonfinite_update=first_bad,
+      search=search_stats(
+        stats.searches, stats.decision_steps, self.temperature(state.update_step)
+      ),
     )
     new_state = TrainState(
       params=params,

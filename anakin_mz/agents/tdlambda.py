@@ -26,10 +26,10 @@ is handed to the optimizer as a gradient, so Adam's step follows TD's
 direction). With plain SGD, one lane gives exactly the update above
 (`tests/test_tdlambda.py`).
 
-Everything is jitted and vmapped like the Anakin step; `TDLambdaLearner` has
-`anakin.Learner`'s interface (`mesh.OnMesh`: init, init_run, specs,
-local_step, jit_step), lanes split over the devices the same way, so the
-run loop, TensorBoard and checkpoints are shared. There is no replay
+Everything is jitted and vmapped like the Anakin step; `TDLambdaLearner` is
+a `runtime.learner.BaseLearner` (init, init_run, specs, local_step,
+jit_step), lanes split over the devices the same way, so the run loop,
+TensorBoard and checkpoints are shared. There is no replay
 buffer: each chunk plays `train.rollout_length` iterations (an iteration
 plays the chance nodes ahead of every lane, up to `env.chance_run`, then one
 move per lane) and makes one update per iteration.
@@ -49,11 +49,13 @@ from jax.sharding import Mesh
 import envs
 from envs.core import raw_key
 from anakin_mz import lookahead
-from anakin_mz.guard import finite_check
-from anakin_mz import mesh as mesh_lib
-from anakin_mz.mesh import OnMesh, make_mesh
 from anakin_mz.networks import NetworkConfig
-from anakin_mz.search import SearchOutput
+from anakin_mz.runtime import mesh as mesh_lib
+from anakin_mz.runtime import registry
+from anakin_mz.runtime.guard import guarded
+from anakin_mz.runtime.learner import BaseLearner
+from anakin_mz.runtime.metrics import StepMetrics
+from anakin_mz.search import SearchConfig, SearchOutput
 from anakin_mz.types import Params
 
 
@@ -275,8 +277,8 @@ class TDActor:
 
 @chex.dataclass(frozen=True)
 class TDTrainState:
-  """Everything one device needs to continue a TD(lambda) run (the fields the
-  run loop reads are those of `anakin.TrainState`)."""
+  """Everything a TD(lambda) run needs to continue (global arrays; the lanes
+  split over the devices)."""
 
   params: chex.ArrayTree
   opt_state: chex.ArrayTree
@@ -290,24 +292,17 @@ def _where(mask, x, y):
   return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)
 
 
-class TDLambdaLearner(OnMesh):
-  """TD(lambda) self-play with `anakin.Learner`'s interface."""
+class TDLambdaLearner(BaseLearner):
+  """TD(lambda) self-play (module docstring), a `BaseLearner`."""
 
   def __init__(self, config, mesh: Optional[Mesh] = None):
-    self.config = config
-    self.mesh = make_mesh() if mesh is None else mesh
-    self.num_devices = int(self.mesh.size)
-    self.env: envs.Env = config.make_env()
-    self.network = ValueModel(self.env, config.network, discount=config.discount)
+    super().__init__(config, mesh)
     tc = config.train
-    self.optimizer = optax.chain(
-      optax.clip_by_global_norm(tc.max_grad_norm), optax.adam(tc.learning_rate_schedule())
-    )
     self.iterations = tc.rollout_length
     self.transitions_per_chunk = tc.rollout_length * tc.num_envs
     self.updates_per_chunk = tc.rollout_length
 
-  def _actor(self, params, key) -> TDActor:
+  def init_actor(self, params, key) -> TDActor:
     env, num_envs = self.env, self.config.train.num_envs
     k_init, k_lanes = jax.random.split(key)
     return TDActor(
@@ -324,18 +319,11 @@ class TDLambdaLearner(OnMesh):
     return TDTrainState(
       params=params,
       opt_state=self.optimizer.init(params),
-      actor=self._actor(params, k_actor),
+      actor=self.init_actor(params, k_actor),
       key=k_run,
       update_step=jnp.int32(0),
       env_steps=jnp.int32(0),
     )
-
-  def init_run(self, seed: int) -> TDTrainState:
-    """The run loop's fresh state for `seed` (`anakin.Learner.init_run`'s
-    streams: lanes and run key from `PRNGKey(seed + 1)`)."""
-    base = self.init(jax.random.PRNGKey(seed))
-    k_actor, k_run = jax.random.split(jax.random.split(jax.random.PRNGKey(seed + 1), 1)[0])
-    return base.replace(actor=self._actor(base.params, k_actor), key=k_run)
 
   def specs(self, state) -> TDTrainState:
     """The lanes (`actor`, traces included) split over the mesh's data axis,
@@ -428,12 +416,12 @@ class TDLambdaLearner(OnMesh):
     )
     return (params, opt_state, actor), metrics
 
-  def local_step(self, state: TDTrainState):
+  def local_step(self, state: TDTrainState) -> Tuple[TDTrainState, StepMetrics]:
     """One chunk of this device's share of the state (`mesh.OnMesh.jit_step`
     runs it on every device): `rollout_length` iterations of self-play on
-    its lanes, one TD(lambda) update each, averaged over every lane.
-    Metrics as `anakin.Learner.local_step` (the NaN guard included: a chunk
-    with a non-finite value is not applied)."""
+    its lanes, one TD(lambda) update each, averaged over every lane. The
+    NaN guard checks the TD errors, the update norms and the parameters
+    (`guard.guarded`): a chunk with a non-finite value is not applied."""
     key, k_iter = jax.random.split(state.key)
     (params, opt_state, actor), per_iter = jax.lax.scan(
       self._iteration,
@@ -441,11 +429,9 @@ class TDLambdaLearner(OnMesh):
       jax.random.split(k_iter, self.iterations),
     )
     checked = {"td_error": per_iter["td_error"], "grad_norm": per_iter["direction_norm"]}
-    nonfinite, first_bad = finite_check(checked, params)
-    ok = ~jnp.any(jnp.stack(list(nonfinite.values())))
-    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ok, n, o), new, old)
-    params = keep(params, state.params)
-    opt_state = keep(opt_state, state.opt_state)
+    params, opt_state, applied, nonfinite, first_bad = guarded(
+      checked, params, opt_state, state.params, state.opt_state
+    )
     totals = {
       k: jnp.sum(per_iter[k], axis=0)
       for k in (
@@ -457,26 +443,59 @@ class TDLambdaLearner(OnMesh):
         "updates_applied",
       )
     }
-    local_transitions = totals["transitions"]
-    done_updates = jnp.where(ok, totals["updates_applied"], 0)
-    metrics = dict(
-      totals,
-      td_error=jnp.mean(per_iter["td_error"]),
-      grad_norm=jnp.mean(per_iter["direction_norm"]),
-      value=jnp.mean(per_iter["value"]),
-      searches=totals["decision_steps"],
-      decisions_per_search=jnp.float32(1.0),
-      temperature=jnp.float32(0.0),
+    done_updates = jnp.where(applied, totals["updates_applied"], 0)
+    metrics = StepMetrics(
+      episodes=totals["episodes"],
+      return_sum=totals["return_sum"],
+      length_sum=totals["length_sum"],
+      decision_steps=totals["decision_steps"],
+      transitions=totals["transitions"],
+      updates_applied=done_updates,
+      terms=dict(
+        td_error=jnp.mean(per_iter["td_error"]),
+        grad_norm=jnp.mean(per_iter["direction_norm"]),
+        value=jnp.mean(per_iter["value"]),
+      ),
       nonfinite=nonfinite,
       nonfinite_update=first_bad,
     )
-    metrics["updates_applied"] = done_updates
     new_state = TDTrainState(
       params=params,
       opt_state=opt_state,
       actor=actor,
       key=key,
       update_step=state.update_step + done_updates,
-      env_steps=state.env_steps + local_transitions,
+      env_steps=state.env_steps + totals["transitions"],
     )
     return new_state, metrics
+
+
+def search(
+  params: Params,
+  state: envs.State,
+  key: chex.PRNGKey,
+  *,
+  model: ValueModel,
+  env: envs.Env,
+  config: SearchConfig,
+  temperature: chex.Numeric,
+) -> SearchOutput:
+  """TD(lambda)'s `act.SearchFn`: its 1-ply expectimax (`expectimax`; no
+  tree, `search_tree` None; key, search settings and temperature unused)."""
+  del key, env, config, temperature
+  return expectimax(model, params, state)
+
+
+AGENT = registry.register(
+  registry.AgentSpec(
+    name="tdlambda",
+    learner=TDLambdaLearner,
+    model=lambda config, env: ValueModel(env, config.network, discount=config.discount),
+    greedy=one_ply_policy,
+    value=lambda model, params: lambda obs: model.value(params, obs),
+    search=search,
+    player=lambda model, params, env, config: one_ply_policy(model, params),
+    plays="1-ply expectimax",
+    capabilities=registry.Capabilities(true_model=True, two_sided_value=True),
+  )
+)

@@ -4,7 +4,7 @@ command line.
 
 Design: each run (an agent and a seed) is an ordinary run directory
 (`<out>/<label>/`: TensorBoard events, Orbax checkpoints) trained by
-`anakin_mz.run.train` in chunks, one chunk per schedule point, with the
+`anakin_mz.runtime.run.train` in chunks, one chunk per schedule point, with the
 training loop's own periodic evaluation switched off. After each chunk the
 checkpoint it saved is scored by `run.evaluate` (the training loop's
 evaluation: greedy search vs random in a match, the game's exact evaluators
@@ -187,11 +187,11 @@ def _scalar(x) -> float:
 def score_checkpoint(run_dir: str, num_games: int, key: jax.Array) -> Dict[str, float]:
   """`run.evaluate` (the training loop's evaluation) on the latest
   checkpoint of `run_dir`."""
-  from anakin_mz import agent as agent_lib
-  from anakin_mz import run
+  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import run
 
   agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"))
-  return run.evaluate(agent.learner, agent.params, key, num_games)
+  return run.evaluate(agent, agent.params, key, num_games)
 
 
 class Interrupted(Exception):
@@ -221,7 +221,7 @@ def compare(
     ValueError: bad settings, or `out` holding a comparison with other
       settings (the message names the differences).
   """
-  from anakin_mz import run as run_lib
+  from anakin_mz.runtime import run as run_lib
 
   if eval_games < 2 or eval_games % 2:
     raise ValueError(f"eval games must be an even number >= 2, got {eval_games}")
@@ -274,7 +274,7 @@ def compare(
     }
     _append_row(run_dir, row)
     rows[label].append(row)
-    from anakin_mz.summary import SummaryWriter
+    from anakin_mz.runtime.summary import SummaryWriter
 
     writer = SummaryWriter(run_dir)
     writer.scalars(
@@ -556,7 +556,7 @@ def figures(
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
-  from anakin_mz import plots
+  from anakin_mz.eval import plots
 
   written: List[str] = []
   keys = score_keys(rows)

@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from anakin_mz.runtime import summary
+
 Series = Tuple[np.ndarray, np.ndarray]  # (steps, values)
 
 
@@ -62,8 +64,8 @@ def _label(run: str, runs: List[str]) -> str:
 
 # x axes other than the update step: (tag it is interpolated from, factor, label).
 X_AXES = {
-  "env_steps": ("train/env_steps", 1.0, "env steps"),
-  "wall": ("train/wall_s", 1 / 60, "wall-clock (minutes, compilation included)"),
+  "env_steps": (summary.ENV_STEPS, 1.0, "env steps"),
+  "wall": (summary.WALL, 1 / 60, "wall-clock (minutes, compilation included)"),
 }
 
 
@@ -98,7 +100,7 @@ def _save(plt, fig, path: str, written: List[str]) -> None:
   written.append(path)
 
 
-EVAL_PATTERN = re.compile(r"^(eval/.*(score_mean|win_rate)|exact/.*|selfplay/return_p0)$")
+EVAL_PATTERN = re.compile(rf"^(eval/.*(score_mean|win_rate)|exact/.*|{re.escape(summary.RETURN)})$")
 # anakin_mz.loss metrics as run.py logs them (train/<term>), plus any *loss*.
 LOSS_PATTERN = re.compile(
   r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"

@@ -1,0 +1,98 @@
+"""Restoring a trained agent from an Orbax checkpoint for evaluation: its
+config, its model (`AgentSpec.model`) and its parameters, read alone from
+the saved training state (no learner is built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional
+
+import jax
+
+import envs
+from anakin_mz import config as config_lib
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import registry
+from anakin_mz.search import SearchConfig
+from anakin_mz.types import Model, Params
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+  """A restored agent: its config, game, model (`network`) and params, and
+  its players (`AgentSpec`'s, with these params)."""
+
+  config: config_lib.Config
+  env: envs.Env
+  network: Model
+  params: Params
+  step: int
+  meta: Dict[str, object]
+  directory: str
+
+  @property
+  def spec(self) -> registry.AgentSpec:
+    """The agent's registration (`config.agent`)."""
+    return registry.get(self.config.agent)
+
+  def search_policy(self, search: Optional[SearchConfig] = None) -> envs.Policy:
+    """Its greedy player (`AgentSpec.search_policy`) with `search` (default
+    its config's)."""
+    search = self.config.search if search is None else search
+    return self.spec.search_policy(self.network, self.params, self.env, search)
+
+  def greedy_policy(self) -> envs.Policy:
+    """Its network's greedy choice (`AgentSpec.greedy`)."""
+    return self.spec.greedy(self.network, self.params)
+
+  def value_policy(self) -> envs.OnePlyPolicy:
+    """Its value in a 1-ply expectimax (`AgentSpec.value_policy`)."""
+    return self.spec.value_policy(
+      self.network, self.params, self.env, discount=self.config.discount
+    )
+
+
+def load_agent(
+  directory: str, step: Optional[int] = None, expect_env: Optional[str] = None
+) -> Agent:
+  """Restores the params and config saved at `step` (default: latest), on
+  one device (evaluation runs there, whatever the training ran on).
+
+  Raises:
+    CheckpointError: a missing path or step, unreadable metadata or arrays,
+      a checkpoint for another game (`expect_env`) or of another env version,
+      or arrays that do not fit the saved config's network.
+  """
+  meta = ckpt.load_metadata(directory, step)
+  try:
+    config = config_lib.from_dict(meta["config"])  # type: ignore[arg-type]
+  except ValueError as e:
+    raise ckpt.CheckpointError(
+      f"checkpoint {directory!r} holds a config this code rejects: {e}"
+    ) from None
+  if expect_env is not None and config.env != expect_env:
+    raise ckpt.CheckpointError(
+      f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
+    )
+  env = config.make_env()
+  ckpt.check_compatible(meta, directory, env_id=env.id, env_version=env.version)
+  network = registry.get(config.agent).model(config, env)
+  shapes = jax.eval_shape(network.init, jax.random.PRNGKey(0))
+  device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  legacy = ckpt.is_legacy_layout(meta)  # the pmap run loop: a leading device axis
+  lead = (int(str(meta["num_devices"])),) if legacy else ()
+  template = jax.tree.map(
+    lambda x: jax.ShapeDtypeStruct(lead + tuple(x.shape), x.dtype, sharding=device), shapes
+  )
+  params, meta = ckpt.restore_params(directory, template, step)
+  if legacy:
+    params = jax.tree.map(lambda x: x[0], params)
+  return Agent(
+    config=config,
+    env=env,
+    network=network,
+    params=params,
+    step=int(meta["step"]),
+    meta=meta,
+    directory=directory,
+  )
