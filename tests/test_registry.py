@@ -61,3 +61,85 @@ def test_the_public_surface():
   with pytest.raises(AttributeError):
     getattr(anakin_mz, "no_such_name")
 
+
+def _agent_types():
+  """The names of every registered agent's learner classes and model classes
+  (with their bases), built for Catch, which every agent plays."""
+  from anakin_mz import config as config_lib
+
+  names = set()
+  env = envs.make("catch")
+  for name in AGENTS:
+    agent = registry.get(name)
+    model = agent.model(config_lib.load("catch", [f"agent={name}"]), env)
+    for cls in (*agent.learner.__mro__, *type(model).__mro__):
+      if cls is not object:
+        names.add(cls.__name__)
+  return names
+
+
+def test_no_type_switch_on_agents_outside_the_registry():
+  """No `isinstance`/`issubclass` on a learner or a model type in the package
+  (`anakin_mz/`, `envs/`), save in the registry: the runtime and the
+  evaluation call what each agent handed in."""
+  import ast
+  import os
+
+  forbidden = _agent_types()
+  assert {"BaseLearner", "TDLambdaLearner", "PPOLearner", "Network", "ValueModel"} <= forbidden
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  registry_path = os.path.join(root, "anakin_mz", "runtime", "registry.py")
+  found = []
+  for package in ("anakin_mz", "envs"):
+    for folder, _, files in os.walk(os.path.join(root, package)):
+      for file in files:
+        path = os.path.join(folder, file)
+        if not file.endswith(".py") or path == registry_path:
+          continue
+        with open(path) as f:
+          tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+          if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+          ):
+            continue
+          types = {
+            n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(node.args[1])
+            if isinstance(n, (ast.Name, ast.Attribute))
+          }
+          if types & forbidden:
+            found.append(f"{os.path.relpath(path, root)}:{node.lineno}")
+  assert not found, f"type switches on agent types: {found}"
+
+
+def test_an_unknown_agent_in_a_config_lists_the_valid_ones():
+  from anakin_mz import config as config_lib
+
+  with pytest.raises(
+    ValueError, match="unknown agent 'muzero'; valid agents: " + ", ".join(AGENTS)
+  ):
+    config_lib.load("catch", ["agent=muzero"])
+
+
+def test_only_the_registry_loads_the_agents():
+  """The core, `runtime/` and `eval/` import no agent module (the registry
+  loads `anakin_mz.agents` by name); the command line and experiments may."""
+  import os
+  import re
+
+  root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "anakin_mz")
+  found = []
+  for folder, _, files in os.walk(root):
+    part = os.path.relpath(folder, root).split(os.sep)[0]
+    if part in ("agents", "cli", "experiments"):
+      continue
+    for file in (f for f in files if f.endswith(".py")):
+      with open(os.path.join(folder, file)) as f:
+        text = f.read()
+      if re.search(r"^\s*(from anakin_mz\.agents\b|from anakin_mz import agents\b)", text, re.M):
+        found.append(os.path.join(part, file))
+  assert not found, f"modules importing an agent: {found}"
