@@ -10,7 +10,7 @@ import pytest
 
 import envs
 from anakin_mz import replay
-from anakin_mz.replay import sample as sample_lib
+from anakin_mz.replay import sampling as sample_lib
 from envs import CHANCE, TERMINAL
 
 A, C = 3, 2  # player actions, chance outcomes

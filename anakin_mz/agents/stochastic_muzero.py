@@ -109,7 +109,7 @@ from anakin_mz.networks import (
 )
 from anakin_mz import act
 from anakin_mz.replay.buffer import lane_get
-from anakin_mz.replay.sample import Starts, past_end_actions, sample_starts
+from anakin_mz.replay.sampling import Starts, past_end_actions, sample_starts
 from anakin_mz.replay.targets import Prepared, backward_sums
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime import registry

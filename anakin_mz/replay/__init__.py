@@ -40,7 +40,7 @@ it are known: the episode ends within them, or t+K is written in the same
 lane. So no sample reads across the write head or into unwritten slots.
 
 Modules: `buffer` stores (`Transition`, `BufferState`, `add`), `targets`
-derives the whole buffer's targets once per chunk (`prepare`), `sample`
+derives the whole buffer's targets once per chunk (`prepare`), `sampling`
 draws batches from them (`sample_starts`, `targets_at`). Stochastic MuZero's
 unrolls over decision steps are its own (`agents.stochastic_muzero`).
 
@@ -55,7 +55,7 @@ gradient of the paper's MLP on a 2-core CPU
 
 from anakin_mz.replay.buffer import Transition, BufferState, example_transition, init_buffer, add
 from anakin_mz.replay.targets import Prepared, prepare, value_targets, start_mask, can_sample
-from anakin_mz.replay.sample import (
+from anakin_mz.replay.sampling import (
   Batch,
   Starts,
   sample,
