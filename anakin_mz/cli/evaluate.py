@@ -33,9 +33,7 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument(
-    "--checkpoint", default=None, help="checkpoint directory (<logdir>/checkpoints)"
-  )
+  parser.add_argument("--checkpoint", default=None, help=options.CHECKPOINT_HELP)
   parser.add_argument(
     "--bot", default=None, help="evaluate this bot of --env instead of a checkpoint"
   )
