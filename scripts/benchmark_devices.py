@@ -10,7 +10,9 @@ baseline), then N forced host devices on every core for each N of
 `--devices` (`train.py --devices N`; N = 1 is one device whose thread pool
 spans the cores; N = the core count is what `--devices auto` picks).
 `num_envs` and `batch_size` are global, so every setting does the same
-work; it prints the median updates/s and env transitions/s of each and the
+work (with `--per-device` each device gets the config's sizes instead, the
+global sizes growing with the devices, as `train.py --devices auto` sizes a
+run on CPU); it prints the median updates/s and env transitions/s of each and the
 ratio to the baseline, with the load average (the machine may be shared).
 The config is the env's shipped one; `section.key=value` arguments override
 it.
@@ -36,7 +38,10 @@ import jax
 from anakin_mz import config as config_lib
 from anakin_mz.experiments import profiling
 from anakin_mz.runtime.anakin import Learner
-cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[4:])[0]
+from anakin_mz.runtime import scaling
+cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[5:])[0]
+if sys.argv[4] == "1":  # the config's sizes per device
+  cfg = scaling.scale(cfg, cfg.train.num_envs * jax.device_count())
 dt = profiling.time_step(cfg, repeats=int(sys.argv[3]))
 learner = Learner(cfg)
 print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.updates_per_chunk / dt,
@@ -57,6 +62,12 @@ def main(argv=None) -> int:
   )
   parser.add_argument("--repeats", type=int, default=8, help="timed steps per process")
   parser.add_argument("--rounds", type=int, default=2, help="processes per setting")
+  parser.add_argument(
+    "--per-device",
+    action="store_true",
+    help="size each setting to its devices: the config's lanes and batch per device "
+    "(anakin_mz.runtime.scaling.scale), as train.py --devices auto does; the default keeps them global",
+  )
   args = parser.parse_intermixed_args(argv)
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
@@ -72,7 +83,8 @@ def main(argv=None) -> int:
   results = {name: [] for name, _, _ in settings}
   for _ in range(args.rounds):
     for name, prefix, n in settings:
-      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats)]
+      per_device = "1" if args.per_device else "0"
+      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats), per_device]
       out = subprocess.run(cmd + list(args.overrides), capture_output=True, text=True)
       if out.returncode != 0:
         print(f"error: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

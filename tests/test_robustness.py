@@ -65,8 +65,8 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
 
 def test_minutes_budget_stops_mid_interval_and_saves(tmp_path):
   cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
-  # The first step (compilation included) outlasts 0.1 s: the run stops
-  # after it, between two checkpoints.
+  # Compilation outlasts 0.1 s: the run makes its first step (the budget is
+  # checked after each) and stops, between two checkpoints.
   result = run.train(cfg, logdir=str(tmp_path), max_minutes=0.1 / 60, progress=False)
   assert result.stopped_by == "minutes"
   assert result.saved_step == UPDATES_PER_STEP
@@ -78,8 +78,8 @@ def test_minutes_budget_stops_mid_interval_and_saves(tmp_path):
 
 def test_minutes_budget_evaluates_where_it_stops(tmp_path, monkeypatch):
   """A --minutes stop between two periodic evaluations scores the state it
-  reached. The clock is faked: 0 s until the first Anakin step is traced
-  (after the evaluation at step 0), then far past the budget."""
+  reached. The clock is faked: 0 s until the Anakin step is traced (it
+  compiles before the evaluation at step 0), then far past the budget."""
   import types
 
   from anakin_mz.runtime import anakin

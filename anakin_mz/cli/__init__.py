@@ -30,6 +30,7 @@ TOOLS: Dict[str, str] = {
   "evaluate": "evaluate",
   "play": "play",
   "show-search": "show_search",
+  "export": "export",
   "solve-nannon": "solve_nannon",
   "tournament": "tournament",
   "compare": "compare",

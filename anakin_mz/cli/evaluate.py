@@ -33,9 +33,7 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument(
-    "--checkpoint", default=None, help="checkpoint directory (<logdir>/checkpoints)"
-  )
+  parser.add_argument("--checkpoint", default=None, help=options.CHECKPOINT_HELP)
   parser.add_argument(
     "--bot", default=None, help="evaluate this bot of --env instead of a checkpoint"
   )
@@ -87,7 +85,17 @@ def main(argv=None, prog=None) -> int:
     "search and (with --agent value) value; default all (nannon 12-5-6's exact "
     "search table takes a search for each of 10.6M decision states, ~20 min a core)",
   )
+  parser.add_argument(
+    "--search",
+    action="append",
+    default=[],
+    metavar="KEY=VALUE",
+    help="override a search setting of the checkpoint's config for this evaluation "
+    "(repeatable; e.g. --search root=gumbel --search chance_mode=prior_minus_visits)",
+  )
   args = parser.parse_args(argv)
+  if args.search and args.bot is not None:
+    parser.error("--search changes a --checkpoint's search; a --bot has its own")
   if args.env is not None and args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if (args.checkpoint is None) == (args.bot is None):
@@ -135,6 +143,7 @@ def main(argv=None, prog=None) -> int:
         extra_policies=None if args.extra_policies is None else args.extra_policies.split(","),
         diagnostics=args.diagnostics,
         diagnostic_games=args.diagnostic_games,
+        search_overrides=args.search,
       )
   except ValueError as e:  # CheckpointError is a ValueError
     print(f"error: {e}", file=sys.stderr)

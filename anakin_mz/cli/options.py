@@ -47,3 +47,9 @@ def real(text: str) -> float:
   if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
     raise argparse.ArgumentTypeError(f"not a finite number: {text!r} (e.g. 30, .5 or 1e2)")
   return float(value)
+
+
+CHECKPOINT_HELP = (
+  "a checkpoint directory (<logdir>/checkpoints), a model file (anakin-mz export), "
+  "or the name of a shipped model (nannon)"
+)

@@ -24,7 +24,7 @@ from anakin_mz.cli import options
 def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   parser = options.parser(__doc__, prog)
   parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
-  parser.add_argument("--checkpoint", required=True)
+  parser.add_argument("--checkpoint", required=True, help=options.CHECKPOINT_HELP)
   parser.add_argument("--step", type=int, default=None)
   parser.add_argument("--seat", type=int, default=0)
   parser.add_argument("--simulations", type=int, default=None)

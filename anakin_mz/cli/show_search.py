@@ -31,7 +31,7 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument("--checkpoint", required=True)
+  parser.add_argument("--checkpoint", required=True, help=options.CHECKPOINT_HELP)
   parser.add_argument("--step", type=int, default=None)
   parser.add_argument(
     "--moves", type=int, default=0, help="random transitions before the searched position"

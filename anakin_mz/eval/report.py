@@ -22,6 +22,7 @@ import yaml
 
 import envs
 import envs.bots
+from anakin_mz import config as config_lib
 from anakin_mz.eval import dynamics, match, opponents
 from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as agent_lib
@@ -54,9 +55,12 @@ def evaluate_checkpoint(
   extra_policies: Optional[Sequence[str]] = None,
   diagnostics: bool = False,
   diagnostic_games: int = 500,
+  search_overrides: Sequence[str] = (),
 ) -> Dict[str, object]:
   """Restores the agent in `directory` (latest step unless `step`) and
-  evaluates it (see the module doc). `extra` runs the game's extra
+  evaluates it (see the module doc). `search_overrides` ("key=value", keys
+  of the config's `search` section) change its search for this evaluation;
+  `simulations` is one of them, applied last. `extra` runs the game's extra
   evaluators on the greedy network policy and the search policy (one search
   per position, fixed key), and on the value player with
   `agent_kind="value"`. `extra_policies` names a subset of those ("greedy",
@@ -90,7 +94,7 @@ def evaluate_checkpoint(
       "(only ndmz checkpoints have one)"
     )
   env = agent.env
-  search = agent.config.search
+  search = with_search_overrides(agent.config, search_overrides).search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
   policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
@@ -103,12 +107,14 @@ def evaluate_checkpoint(
     "game": env.id,
     "env_params": dict(env.params),
     "env_version": env.version,
-    "checkpoint": os.path.abspath(directory),
+    "checkpoint": os.path.abspath(agent.directory),  # a shipped model: its file
     "step": agent.step,
     "agent": agent_kind,
     "algorithm": agent.config.agent,  # the config's agent (registered): whose policy plays
     "simulations": search.num_simulations if agent_kind == "search" else 0,
   }
+  if search_overrides:
+    out["search_overrides"] = list(search_overrides)
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
   if extra:
     scored = {n: p for n, p in policies.items() if extra_policies is None or n in extra_policies}
@@ -129,6 +135,24 @@ def evaluate_checkpoint(
     out["dynamics_table"] = report.table()
   out["wall_s"] = time.perf_counter() - start
   return out
+
+
+def with_search_overrides(config: config_lib.Config, overrides: Sequence[str]) -> config_lib.Config:
+  """`config` with `search.KEY=VALUE` overrides applied and checked.
+
+  Raises:
+    ValueError: a malformed item, an unknown key or a bad value (the
+      config's own message, which lists the valid keys).
+  """
+  if not overrides:
+    return config
+  for item in overrides:
+    if "=" not in item or "." in item.split("=", 1)[0]:
+      raise ValueError(f"--search {item!r}: expected KEY=VALUE with a key of the search section")
+  nested = config_lib.parse_overrides([f"search.{item}" for item in overrides])
+  raw = config.to_dict()
+  raw["search"] = {**raw["search"], **nested["search"]}  # type: ignore[dict-item]
+  return config_lib.from_dict(raw)
 
 
 def evaluate_bot(

@@ -1,6 +1,7 @@
-"""Restoring a trained agent from an Orbax checkpoint for evaluation: its
-config, its model (`AgentSpec.model`) and its parameters, read alone from
-the saved training state (no learner is built)."""
+"""Restoring a trained agent for evaluation, from an Orbax checkpoint, a
+params-only model file (`export`) or a shipped model's name: its config,
+its model (`AgentSpec.model`) and its parameters, read alone (no learner is
+built)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import jax
 import envs
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import export
 from anakin_mz.runtime import registry
 from anakin_mz.search import SearchConfig
 from anakin_mz.types import Model, Params
@@ -55,14 +57,20 @@ class Agent:
 def load_agent(
   directory: str, step: Optional[int] = None, expect_env: Optional[str] = None
 ) -> Agent:
-  """Restores the params and config saved at `step` (default: latest), on
-  one device (evaluation runs there, whatever the training ran on).
+  """Restores the params and config saved at `step` (default: latest) in
+  checkpoint `directory`, on one device (evaluation runs there, whatever the
+  training ran on); or, where `directory` is a model file or the name of a
+  shipped model (`export.resolve`), the params and config it holds (`step`
+  must then be None or its step).
 
   Raises:
     CheckpointError: a missing path or step, unreadable metadata or arrays,
       a checkpoint for another game (`expect_env`) or of another env version,
       or arrays that do not fit the saved config's network.
   """
+  model_file = export.resolve(directory)
+  if model_file is not None:
+    return _load_model_file(model_file, step, expect_env)
   meta = ckpt.load_metadata(directory, step)
   try:
     config = config_lib.from_dict(meta["config"])  # type: ignore[arg-type]
@@ -95,4 +103,33 @@ def load_agent(
     step=int(meta["step"]),
     meta=meta,
     directory=directory,
+  )
+
+
+def _load_model_file(path: str, step: Optional[int], expect_env: Optional[str]) -> Agent:
+  model = export.read(path)
+  if step is not None and step != model.step:
+    raise ckpt.CheckpointError(
+      f"model file {path!r} holds step {model.step} only; drop --step {step}"
+    )
+  if expect_env is not None and model.config.env != expect_env:
+    raise ckpt.CheckpointError(
+      f"model file {path!r} is for env {model.config.env!r}, not {expect_env!r}"
+    )
+  config = model.config
+  env = config.make_env()
+  meta: Dict[str, object] = ckpt.make_metadata(
+    config.to_dict(), model.env_id, model.env_version, model.step
+  )
+  ckpt.check_compatible(meta, path, env_id=env.id, env_version=env.version)
+  network = registry.get(config.agent).model(config, env)
+  params = export.fit_params(model, jax.eval_shape(network.init, jax.random.PRNGKey(0)))
+  return Agent(
+    config=config,
+    env=env,
+    network=network,
+    params=params,
+    step=model.step,
+    meta=meta,
+    directory=path,
   )

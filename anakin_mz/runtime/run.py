@@ -282,6 +282,8 @@ def train(
 
   # Multi-process runs: every process steps and saves (its shards); process 0
   # alone logs and shows the progress bar.
+  # The wall-clock budget (--minutes) counts compilation, as a user's clock does.
+  start = time.perf_counter()
   step_fn = _compiled_step(learner, state)
   lead = jax.process_index() == 0
   writer = SummaryWriter(logdir) if lead else _NoWriter()
@@ -315,7 +317,6 @@ def train(
 
   history: List[Dict[str, float]] = []
   evals: List[Dict[str, float]] = []
-  start = time.perf_counter()
   eval_key = jax.random.PRNGKey(config.seed + 7919)
   last_eval = last_ckpt = last_log = current_step()
   episodes = 0
@@ -356,9 +357,6 @@ def train(
       if tc.eval_every and last_eval == 0:
         run_eval(0, 0.0, time.perf_counter() - start)  # the untrained agent
       while current_step() < target and signals.requested is None:
-        if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
-          stopped_by = "minutes"
-          break
         t0 = time.perf_counter()
         before = current_step()
         new_state, metrics = step_fn(state)
@@ -369,7 +367,7 @@ def train(
         if bad is not None:
           raise NonFiniteError(bad)
         state = new_state
-        dt = time.perf_counter() - t0
+        dt = max(time.perf_counter() - t0, 1e-9)  # a coarse clock can read 0
         step = current_step()
         episodes += int(metrics.episodes)
         row = metrics_lib.row(metrics, dt, sims)
@@ -404,6 +402,10 @@ def train(
             refresh=False,
           )
           bar.refresh()
+        # Checked after a step, so a budget spent compiling still makes one.
+        if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
+          stopped_by = "minutes"
+          break
       stopped_by = signals.requested or stopped_by
       if stopped_by == "minutes" and tc.eval_every and history and last_eval != current_step():
         # The wall-clock budget ends between evaluations: score what it
