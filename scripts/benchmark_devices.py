@@ -66,7 +66,8 @@ def main(argv=None) -> int:
     "--per-device",
     action="store_true",
     help="size each setting to its devices: the config's lanes and batch per device "
-    "(anakin_mz.runtime.scaling.scale), as train.py --devices auto does; the default keeps them global",
+    "(anakin_mz.runtime.scaling.scale), as train.py --devices auto does; the default keeps "
+    "them global",
   )
   args = parser.parse_intermixed_args(argv)
   if args.env not in envs.registered():
