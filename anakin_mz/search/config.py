@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Optional
+from typing import Optional, Tuple
 
 import chex
 import mctx
@@ -65,6 +65,14 @@ class SearchConfig:
     chance_mode: "sample" (draw the child from the chance policy) or
       "prior_minus_visits" (deterministic: argmax of prob - visit share).
     terminal_nodes: predicted-terminal nodes are not expanded further.
+    value_bounds: how PUCT scales the mover's Q at a choice node. None (the
+      default, `mctx.qtransform_by_parent_and_siblings`): by the min and max
+      of the node's own value and its visited children's Q, unvisited
+      children at that min. `(low, high)` (`mctx.qtransform_by_min_max`): by
+      that fixed range, e.g. `[-1, 1]` for outcomes in [-1, 1]; an
+      unvisited child's Q is the tree's initial 0. Min-max over a few visits
+      stretches small, noisy Q differences to the whole [0, 1], so the value
+      term outweighs the prior (docs/results/search.md).
     discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
       it must be the discount of the value targets the model learned
       (`Config` sets it from its one `discount`). Below 1 it makes quick
@@ -89,6 +97,7 @@ class SearchConfig:
   identity_mode: str = "sample"
   chance_mode: str = "sample"
   terminal_nodes: bool = True
+  value_bounds: Optional[Tuple[float, float]] = None
   discount: float = 1.0
 
   def __post_init__(self):
@@ -113,6 +122,26 @@ class SearchConfig:
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
     self._check_root()
+    self._check_value_bounds()
+
+  def _check_value_bounds(self):
+    bounds = self.value_bounds
+    if bounds is None:
+      return
+    ok = (
+      isinstance(bounds, (list, tuple))
+      and len(bounds) == 2
+      and all(
+        isinstance(b, numbers.Real) and not isinstance(b, bool) and math.isfinite(b) for b in bounds
+      )
+      and bounds[0] < bounds[1]
+    )
+    if not ok:
+      raise ValueError(
+        f"value_bounds must be null (min-max over the parent and siblings) or "
+        f"[low, high] with finite low < high, got {bounds!r}"
+      )
+    object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
 
   def _check_number(self, name: str, low: float, *, strict: bool):
     """A real, finite knob above `low` (at or above it unless `strict`)."""

@@ -154,7 +154,7 @@ def _puct_slot(rng_key, tree: mctx.Tree, node_index, depth, sign, *, num_actions
   node_visit = tree.node_visits[node_index]
   pb_c = config.pb_c_init + jnp.log((node_visit + config.pb_c_base + 1.0) / config.pb_c_base)
   policy_score = jnp.sqrt(node_visit) * pb_c * probs / (visits + 1)
-  value_score = _normalized_mover_q(tree, node_index, sign)
+  value_score = _normalized_mover_q(tree, node_index, sign, config.value_bounds)
   noise = 1e-7 * jax.random.uniform(rng_key, (tree.num_actions,))
   choice_invalid = jnp.where(
     depth == 0, tree.root_invalid_actions > 0, _interior_invalid(tree, node_index, num_actions)

@@ -205,9 +205,13 @@ def _interior_invalid(tree: mctx.Tree, node_index, num_actions):
   return (slots >= num_actions) | (logits <= jnp.finfo(logits.dtype).min)
 
 
-def _normalized_mover_q(tree: mctx.Tree, node_index, sign):
-  """qtransform_by_parent_and_siblings on sign * Q (root POV -> mover POV)."""
+def _normalized_mover_q(tree: mctx.Tree, node_index, sign, bounds=None):
+  """qtransform_by_parent_and_siblings on sign * Q (root POV -> mover POV);
+  with `bounds` = (low, high), qtransform_by_min_max on it instead."""
   qvalues = sign * tree.qvalues(node_index)
+  if bounds is not None:
+    low, high = bounds
+    return (qvalues - low) / (high - low)
   visits = tree.children_visits[node_index]
   node_value = sign * tree.node_values[node_index]
   safe_qvalues = jnp.where(visits > 0, qvalues, node_value)
