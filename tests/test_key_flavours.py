@@ -31,9 +31,11 @@ def _same_in_both_flavours(fn, seed=1):
   "game,spec",
   [
     ("nannon", "optimal"),
-    ("einstein", "expectiminimax:1"),
-    ("breakthrough", "mcts:4"),
-    ("carchess", "greedy"),
+    # The contract suite runs every game's own functions in both flavours;
+    # these bots cost 15-20 s each to compile twice, so they run with -m slow.
+    pytest.param("einstein", "expectiminimax:1", marks=pytest.mark.slow),
+    pytest.param("breakthrough", "mcts:4", marks=pytest.mark.slow),
+    pytest.param("carchess", "greedy", marks=pytest.mark.slow),
     ("catch", "random"),
   ],
 )
@@ -66,7 +68,17 @@ def test_our_games_through_pgx_and_gymnax():
   _same_in_both_flavours(gymnax_run)
 
 
-@pytest.mark.parametrize("agent", ["ndmz", "alphazero", "stochastic_muzero", "tdlambda"])
+@pytest.mark.parametrize(
+  "agent",
+  [
+    "ndmz",
+    # The others take their keys through the same learner base (one seam,
+    # `envs.raw_key` in init): -m slow.
+    pytest.param("alphazero", marks=pytest.mark.slow),
+    pytest.param("stochastic_muzero", marks=pytest.mark.slow),
+    pytest.param("tdlambda", marks=pytest.mark.slow),
+  ],
+)
 def test_learner_init_and_search(agent):
   learner = make_learner(tiny.tiny_config("nannon", f"agent={agent}"))
   _same_in_both_flavours(learner.init)

@@ -115,8 +115,7 @@ def test_benchmark_scale_writes_rows(tmp_path):
       os.path.join(ROOT, "scripts", "benchmark_scale.py"),
       "--env=catch",
       "--lanes",
-      "4",
-      "8",
+      "8",  # one setting (each compiles the step; `scale` has its own tests)
       "--repeats=1",
       f"--json={out}",
       *tiny.TINY,
@@ -128,7 +127,7 @@ def test_benchmark_scale_writes_rows(tmp_path):
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
   rows = json.loads(out.read_text())
-  assert [r["lanes"] for r in rows] == [4, 8] and [r["batch_size"] for r in rows] == [8, 16]
+  assert [r["lanes"] for r in rows] == [8] and [r["batch_size"] for r in rows] == [16]
   for r in rows:
     assert r["devices"] == 1 and r["env_steps_per_s"] > 0 and r["updates_per_s"] > 0
     assert r["sequential_ops"] > 100 and r["iterations"] >= 1
