@@ -9,7 +9,7 @@ import tiny
 import anakin_mz
 import envs
 from anakin_mz.runtime import registry
-from anakin_mz.runtime import restore
+from anakin_mz.runtime import export, restore
 from anakin_mz.runtime import run
 from anakin_mz.runtime.learner import BaseLearner
 
@@ -45,6 +45,13 @@ def test_restoring_builds_no_learner(agent, tmp_path, monkeypatch):
   monkeypatch.setattr(BaseLearner, "__init__", no_learner)
   loaded = restore.load_agent(result.checkpoint_dir, expect_env="nannon")
   for a, b in zip(jax.tree.leaves(loaded.params), jax.tree.leaves(result.state.params)):
+    assert (jax.device_get(a) == jax.device_get(b)).all()
+  # A params-only model file (`export`) restores without a learner too.
+  path = str(tmp_path / "model.msgpack")
+  export.write(path, loaded.config, loaded.params, loaded.step, loaded.env.id, loaded.env.version)
+  from_file = restore.load_agent(path, expect_env="nannon")
+  assert from_file.spec is loaded.spec and from_file.step == loaded.step
+  for a, b in zip(jax.tree.leaves(from_file.params), jax.tree.leaves(loaded.params)):
     assert (jax.device_get(a) == jax.device_get(b)).all()
   assert loaded.spec is registry.get(agent)
   state = jax.vmap(loaded.env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
