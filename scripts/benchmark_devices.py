@@ -11,8 +11,8 @@ baseline), then N forced host devices on every core for each N of
 spans the cores; N = the core count is what `--devices auto` picks).
 `num_envs` and `batch_size` are global, so every setting does the same
 work (with `--per-device` each device gets the config's sizes instead, the
-global sizes growing with the devices, as `train.py --devices auto` sizes a
-run on CPU); it prints the median updates/s and env transitions/s of each and the
+global sizes growing with the devices, as `--preset accelerator` sizes a
+run per device); it prints the median updates/s and env transitions/s of each and the
 ratio to the baseline, with the load average (the machine may be shared).
 The config is the env's shipped one; `section.key=value` arguments override
 it.

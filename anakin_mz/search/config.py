@@ -72,7 +72,9 @@ class SearchConfig:
       that fixed range, e.g. `[-1, 1]` for outcomes in [-1, 1]; an
       unvisited child's Q is the tree's initial 0. Min-max over a few visits
       stretches small, noisy Q differences to the whole [0, 1], so the value
-      term outweighs the prior (docs/results/search.md).
+      term outweighs the prior (docs/results/search.md). NDMZ's and
+      AlphaZero's search read it; Stochastic MuZero searches with
+      `mctx.stochastic_muzero_policy`, whose Q scaling is mctx's min-max.
     discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
       it must be the discount of the value targets the model learned
       (`Config` sets it from its one `discount`). Below 1 it makes quick
