@@ -34,7 +34,12 @@ def test_capabilities_decide_which_games_an_agent_plays():
   assert [n for n in AGENTS if registry.get(n).capabilities.tree] == ["ndmz", "alphazero"]
 
 
-@pytest.mark.parametrize("agent", AGENTS[:4])
+@pytest.mark.parametrize(
+  "agent",
+  # ndmz and tdlambda cover both kinds of model (a network, a value model);
+  # the other two restore through the same path: -m slow (CI time).
+  [a if a in ("ndmz", "tdlambda") else pytest.param(a, marks=pytest.mark.slow) for a in AGENTS[:4]],
+)
 def test_restoring_builds_no_learner(agent, tmp_path, monkeypatch):
   config = tiny.tiny_config("nannon", f"agent={agent}", "train.checkpoint_every=0")
   result = run.train(config, logdir=str(tmp_path), max_updates=1, progress=False)
