@@ -26,7 +26,7 @@ from typing import Dict, Optional
 
 import jax
 import numpy as np
-from flax import serialization
+from flax import serialization, traverse_util
 
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
@@ -159,8 +159,8 @@ def fit_params(model: Model, template: Params) -> Params:
     CheckpointError: a missing, extra or differently shaped array, named.
   """
   expected: Dict[str, object] = serialization.to_state_dict(template)
-  flat_expected = _flatten(expected)
-  flat_found = _flatten(model.params)
+  flat_expected = traverse_util.flatten_dict(expected, sep="/")
+  flat_found = traverse_util.flatten_dict(model.params, sep="/")
   problems = []
   for name in sorted(set(flat_expected) | set(flat_found)):
     if name not in flat_found:
@@ -178,14 +178,3 @@ def fit_params(model: Model, template: Params) -> Params:
     )
   params = serialization.from_state_dict(template, model.params)
   return jax.tree.map(lambda t, x: np.asarray(x, dtype=t.dtype), template, params)
-
-
-def _flatten(tree, prefix: str = "") -> Dict[str, np.ndarray]:
-  out: Dict[str, np.ndarray] = {}
-  for k, v in tree.items():
-    name = f"{prefix}/{k}" if prefix else str(k)
-    if isinstance(v, dict):
-      out.update(_flatten(v, name))
-    else:
-      out[name] = v
-  return out
