@@ -12,16 +12,39 @@ top-level settings:
     seed: 0
     discount: 1.0    # the return's discount: the tree's edges and the value targets
     agent: ndmz      # a registered agent (`runtime.registry.names()`)
-    <agent>: {...}   # the agent's own section, where it registers one (`ppo`)
+    <agent>: {...}   # the agent's own section, where it registers one
+                     # (`ppo`, `tdlambda`): the keys no other agent reads
 
 The discount is set once: `Config` hands it to the search (`search.discount`
 is not a key of the file). Configs saved before it moved (with equal
-`search.discount` and `train.discount`) still load.
+`search.discount` and `train.discount`) still load. A key that moved into
+an agent's own section (`MOVED`: `train.td_lambda` is `tdlambda.td_lambda`)
+is refused under its old name, naming the new one; the configs saved with
+runs before it moved still load (`from_saved`).
 
 Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
 `env.params.points=12`. Values are parsed as YAML scalars; numeric fields
 also take the spellings YAML 1.1 leaves as strings (`3e-4`, `1e9`), and
 `1_000` and `.5` (`parse_number`); booleans are `true`/`false`.
+
+A section's mapping becomes its dataclass through dacite (`_build_section`),
+which the dataclass's own checks then validate. Why dacite: it does this one
+step, mapping -> typed frozen dataclass, and nothing else, so the
+dataclasses stay what the code passes around (hashable: jit's static
+arguments) with their `__post_init__` checks. It refuses unknown keys
+(`strict`), checks each value against its field's annotation (a tuple's
+items too: `network.hidden: [16.5]` is refused, not truncated to 16; and an
+Optional int, `search.max_depth`, takes the spellings of the other ints),
+and its type hooks read our numeric spellings; its exceptions carry the
+field, so this
+module words them as it always has (`unknown key(s) train.batchsize; valid
+keys in 'train': ...`, `train.batch_size must be of type int (like its
+default 256), got 'big'`). OmegaConf's structured configs type List and
+Dict fields, not the Tuple fields that keep these dataclasses hashable, and
+hand back its own mutable containers with its own messages to wrap;
+ml_collections' ConfigDict is a mutable tree typed by its first values, in
+place of the frozen dataclasses; tyro builds command lines from
+dataclasses, not YAML files.
 
 Where a config comes from (`resolve`, `default_source`, `load_for_env`): a
 path to a YAML file, or the name of a config shipped in the package
@@ -35,11 +58,14 @@ a registered env is its shipped `NAME.yaml`; a game without one (the adapted
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.resources
 import math
 import os
+import typing
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 
+import dacite
 import yaml
 
 import envs
@@ -87,7 +113,6 @@ class TrainConfig:
   log_every: int = 50  # updates between TensorBoard scalars
   search_at_chance: bool = False  # old self-play path: search at chance nodes too
   reanalyse_fraction: float = 0.0  # share of each batch given fresh targets (0: off)
-  td_lambda: float = 0.7  # agent tdlambda: the trace decay lambda (paper: 0.7)
 
   def __post_init__(self):
     positive = (
@@ -134,8 +159,6 @@ class TrainConfig:
         f"{self.batch_size} rounds to 0 reanalysed samples: use 0 (off) or at "
         f"least {0.5 / self.batch_size:.3g}"
       )
-    if not 0.0 <= self.td_lambda <= 1.0:
-      raise ValueError(f"train.td_lambda must be in [0, 1], got {self.td_lambda}")
 
   @property
   def reanalyse_rows(self) -> int:
@@ -240,65 +263,139 @@ def parse_number(value: object) -> object:
   return value
 
 
-def _coerce(value: object, default: object, where: str) -> object:
-  """Checks/converts a config value to the type of the field's default.
+# ------------------------------------------ a section's mapping -> dataclass
+#
+# dacite builds each section's dataclass from its mapping: `strict` refuses
+# an unknown key, the type hooks read the numeric spellings (`_as_int`,
+# `_as_float`) and lists (`_as_tuple`), and its type check against the
+# field's annotation refuses the rest. `_build_section` words dacite's
+# exceptions as this module always has.
 
-  Numbers may be written as text (`3e-4`); an integral float (`1e9`) is an
-  int where the field is; non-finite numbers are refused.
-  """
-  if isinstance(default, bool):
-    if isinstance(value, bool):
-      return value
-  elif isinstance(default, (int, float)):
+
+class _NotFinite(dacite.DaciteFieldError):
+  """A hook's refusal of an infinite or NaN number (dacite adds the field)."""
+
+  def __init__(self, value: float):
+    super().__init__()
+    self.value = value
+
+
+def _finite(value: float) -> float:
+  if not math.isfinite(value):
+    raise _NotFinite(value)
+  return value
+
+
+def _as_int(value: object) -> object:
+  """The type hook of int fields (and of an int tuple's items): a number in
+  any spelling (`parse_number`), an integral float as the int; anything else
+  unchanged, for dacite's type check. A bool is refused here: it is an int
+  to `isinstance`."""
+  if isinstance(value, bool):
+    raise dacite.WrongTypeError(int, value)
+  value = parse_number(value)
+  if isinstance(value, float) and _finite(value).is_integer():
+    return int(value)
+  return value
+
+
+def _as_float(value: object) -> object:
+  """The type hook of float fields: a number in any spelling, an int as the
+  float; anything else unchanged, for dacite's type check."""
+  if isinstance(value, bool):
+    raise dacite.WrongTypeError(float, value)
+  value = parse_number(value)
+  if isinstance(value, int):
+    return float(value)
+  if isinstance(value, float):
+    return _finite(value)
+  return value
+
+
+def _as_tuple(value: object) -> object:
+  """The type hook of tuple fields: a YAML list is the tuple (whose items
+  dacite then builds with their type's hook); not a list, refused."""
+  if isinstance(value, (list, tuple)):
+    return tuple(value)
+  raise dacite.WrongTypeError(tuple, value)
+
+
+@functools.lru_cache(maxsize=None)
+def _dacite_config(cls: type) -> dacite.Config:
+  """dacite's settings for section `cls`: its tuple annotations (`hidden:
+  Tuple[int, ...]`, and inside Optional) get `_as_tuple`."""
+  hooks: Dict[object, object] = {int: _as_int, float: _as_float}
+  for hint in typing.get_type_hints(cls).values():
+    for t in (hint, *typing.get_args(hint)):
+      if typing.get_origin(t) is tuple:
+        hooks[t] = _as_tuple
+  return dacite.Config(type_hooks=hooks, strict=True)  # type: ignore[arg-type]
+
+
+def _default(field: dataclasses.Field) -> object:
+  if field.default is not dataclasses.MISSING:
+    return field.default
+  if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+    return field.default_factory()  # type: ignore[misc]
+  return None
+
+
+def _wrong_type(cls, section: str, name: str, value: object, error: dacite.DaciteError) -> str:
+  """The message for field `name` of `section` given `value`, which is not
+  of the field's type (`error`): what type it takes, like its default."""
+  default = _default({f.name: f for f in dataclasses.fields(cls)}[name])
+  if isinstance(error, _NotFinite) and default is not None:
+    return f"{section}.{name} must be a finite number, got {error.value!r}"
+  if default is None:
+    # A field that defaults to None (`search.max_depth`, `value_bounds`):
+    # its dataclass words what it takes.
+    try:
+      cls(**{name: value})
+    except (TypeError, ValueError) as e:
+      return f"invalid {section!r} config: {e}"
+    return f"{section}.{name} must be null or of the type it takes, got {value!r}"
+  if isinstance(default, (int, float)) and not isinstance(default, bool):
     value = parse_number(value)
-    if isinstance(value, float) and not math.isfinite(value):
-      raise ValueError(f"{where} must be a finite number, got {value!r}")
-    if isinstance(default, int) and isinstance(value, float) and value.is_integer():
-      value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-      return float(value) if isinstance(default, float) else value
-    if isinstance(default, float) and isinstance(value, float):
-      return value
-  elif isinstance(default, str):
-    if isinstance(value, str):
-      return value
-  elif isinstance(default, tuple):
-    if isinstance(value, (list, tuple)):
-      return tuple(value)
-  elif default is None:
-    return value
-  else:
-    return value
-  raise ValueError(
-    f"{where} must be of type {type(default).__name__} "
-    f"(like its default {default!r}), got {value!r}"
-  )
+  kind = type(default).__name__
+  if isinstance(default, tuple) and isinstance(value, (list, tuple)):
+    items = sorted({type(d).__name__ for d in default}) or ["number"]
+    kind = f"tuple of {' or '.join(items)}"  # the items are wrong
+  return f"{section}.{name} must be of type {kind} (like its default {default!r}), got {value!r}"
 
 
 def _build_section(cls, values: Mapping[str, object], section: str):
+  """Config section `section` (its mapping `values`) -> dataclass `cls`,
+  built by dacite (above) and checked by the dataclass."""
   if not isinstance(values, Mapping):
     raise ValueError(f"config section {section!r} must be a mapping, got {values!r}")
-  fields = {f.name: f for f in dataclasses.fields(cls)}
-  unknown = sorted(set(values) - set(fields))
-  if unknown:
-    raise ValueError(
-      f"unknown key(s) {', '.join(section + '.' + k for k in unknown)}; "
-      f"valid keys in {section!r}: {', '.join(sorted(fields))}"
-    )
-  kwargs = {}
-  for name, value in values.items():
-    f = fields[name]
-    if f.default is not dataclasses.MISSING:
-      default = f.default
-    elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-      default = f.default_factory()  # type: ignore[misc]
-    else:
-      default = None
-    kwargs[name] = _coerce(value, default, f"{section}.{name}")
   try:
-    return cls(**kwargs)
-  except (TypeError, ValueError) as e:
+    return dacite.from_dict(cls, dict(values), config=_dacite_config(cls))
+  except dacite.UnexpectedDataError as e:
+    valid = sorted(f.name for f in dataclasses.fields(cls))
+    raise ValueError(
+      f"unknown key(s) {', '.join(section + '.' + k for k in sorted(e.keys))}; "
+      f"valid keys in {section!r}: {', '.join(valid)}"
+    ) from None
+  except (_NotFinite, dacite.WrongTypeError) as e:
+    name = str(e.field_path)
+    raise ValueError(_wrong_type(cls, section, name, values[name], e)) from None
+  except (TypeError, ValueError, dacite.DaciteError) as e:
     raise ValueError(f"invalid {section!r} config: {e}") from None
+
+
+def _top_level_number(value: object, name: str) -> float:
+  """A top-level float setting (`discount`), read as a float field is."""
+  try:
+    number = _as_float(value)
+  except _NotFinite as e:
+    raise ValueError(f"{name} must be a finite number, got {e.value!r}") from None
+  except dacite.WrongTypeError:
+    number = value
+  if not isinstance(number, float):
+    raise ValueError(
+      f"{name} must be of type float (like its default 1.0), got {parse_number(value)!r}"
+    )
+  return number
 
 
 def from_dict(raw: Mapping[str, object]) -> Config:
@@ -346,10 +443,17 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(
       f"config section(s) {other} belong to other agents than {agent!r}; remove them"
     )
+  for (section, key), owner in MOVED.items():
+    if isinstance(raw.get(section), Mapping) and key in raw[section]:
+      value = raw[section][key]
+      raise ValueError(
+        f"{section}.{key} is not a key: it is agent {owner}'s own setting, in its "
+        f"section (`{owner}: {{{key}: {value}}}`; as an override, {owner}.{key}={value})"
+      )
   seed = raw.get("seed", 0)
   if not isinstance(seed, int) or isinstance(seed, bool):
     raise ValueError(f"seed must be an integer, got {seed!r}")
-  discount = _coerce(raw.get("discount", 1.0), 1.0, "discount")
+  discount = _top_level_number(raw.get("discount", 1.0), "discount")
   for k in ("search", "train"):
     if isinstance(raw.get(k), Mapping) and "discount" in raw[k]:
       raise ValueError(
@@ -372,6 +476,34 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     agent=agent,
     **built,
   )
+
+
+# The keys that moved from a shared section into an agent's own, (section,
+# key) -> the agent: `from_dict` refuses the old spelling, naming the new;
+# `from_saved` moves it in the configs saved before.
+MOVED = {("train", "td_lambda"): "tdlambda"}
+
+
+def from_saved(raw: Mapping[str, object]) -> Config:
+  """`from_dict` of a config saved with a run (`to_dict`: a checkpoint's, a
+  model file's), of today's layout or an older one. A key that has since
+  moved into an agent's own section (`MOVED`) moves there where the config
+  is that agent's, and is dropped where it is another's, which never read
+  it (every saved config carried `train.td_lambda`)."""
+  if not isinstance(raw, Mapping):
+    return from_dict(raw)
+  out = dict(raw)
+  agent = raw.get("agent", "ndmz")
+  for (section, key), owner in MOVED.items():
+    values = out.get(section)
+    if isinstance(values, Mapping) and key in values:
+      out[section] = {k: v for k, v in values.items() if k != key}
+      if agent == owner:
+        own = out.get(owner)
+        own = dict(own) if isinstance(own, Mapping) else {}
+        own.setdefault(key, values[key])
+        out[owner] = own
+  return from_dict(out)
 
 
 def _legacy_discount(raw: Mapping[str, object]) -> Mapping[str, object]:

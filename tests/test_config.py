@@ -284,3 +284,45 @@ def test_search_knobs_validate():
     with pytest.raises(ValueError, match=match):
       SearchConfig(**kwargs)
   SearchConfig(pb_c_init=0.0, dirichlet_legal_only=True, terminal_nodes=False)
+
+
+def test_td_lambda_is_the_tdlambda_agents_own_key():
+  path = config_lib.shipped_path("nannon.yaml")
+  cfg = config_lib.load(path, ["agent=tdlambda", "tdlambda.td_lambda=0.9"])
+  assert cfg.agent_config.td_lambda == 0.9 and not hasattr(cfg.train, "td_lambda")
+  assert config_lib.load(path, ["agent=tdlambda"]).agent_config.td_lambda == 0.7  # the paper's
+  assert config_lib.from_dict(cfg.to_dict()) == cfg
+  assert cfg.to_dict()["tdlambda"] == {"td_lambda": 0.9}
+  with pytest.raises(ValueError, match=r"invalid 'tdlambda' config: .*td_lambda must be in \[0, 1"):
+    config_lib.load(path, ["agent=tdlambda", "tdlambda.td_lambda=1.5"])
+  # The old spelling names the new one, whatever the agent.
+  for agent in ("tdlambda", "ndmz"):
+    with pytest.raises(
+      ValueError,
+      match=r"train.td_lambda is not a key: it is agent tdlambda's own setting.*"
+      r"tdlambda.td_lambda=0.5",
+    ):
+      config_lib.load(path, [f"agent={agent}", "train.td_lambda=0.5"])
+  with pytest.raises(ValueError, match=r"section\(s\) \['tdlambda'\] belong to other agents"):
+    config_lib.load(path, ["tdlambda.td_lambda=0.5"])  # agent ndmz
+
+
+def test_configs_saved_with_train_td_lambda_still_load():
+  """Every config saved before td_lambda moved held `train.td_lambda`:
+  `from_saved` moves it into the tdlambda section, and drops it for the
+  other agents, which never read it."""
+  path = config_lib.shipped_path("nannon.yaml")
+  for agent, value in (("tdlambda", 0.9), ("ndmz", 0.7), ("alphazero", 0.3)):
+    today = config_lib.load(path, [f"agent={agent}"])
+    old = today.to_dict()
+    old.pop("tdlambda", None)
+    old["train"]["td_lambda"] = value
+    saved = config_lib.from_saved(old)
+    if agent == "tdlambda":
+      assert saved.agent_config.td_lambda == 0.9
+      assert saved == config_lib.load(path, [f"agent={agent}", "tdlambda.td_lambda=0.9"])
+    else:
+      assert saved == today
+    with pytest.raises(ValueError, match="train.td_lambda is not a key"):
+      config_lib.from_dict(old)  # a config written today may not use it
+  assert config_lib.from_saved(today.to_dict()) == today  # today's layout as it is

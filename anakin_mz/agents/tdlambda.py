@@ -8,6 +8,8 @@ successor, and a successor at a chance node is valued by the exact average
 over its outcomes (`anakin_mz.lookahead`). The value network sees decision
 nodes only, from the mover's point of view.
 
+Its own config section, `tdlambda:` (`TDLambdaSection`), holds lambda.
+
 Learning: online semi-gradient TD(lambda) with accumulating traces (Sutton &
 Barto 2018, 12.2) on the sequence of decision nodes of each self-play game,
 on the value `U(s) = sign(s) V(s)` of player 0 (sign -1 where an opponent
@@ -37,6 +39,7 @@ move per lane) and makes one update per iteration.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import chex
@@ -57,6 +60,23 @@ from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.metrics import StepMetrics
 from anakin_mz.search import SearchConfig, SearchOutput
 from anakin_mz.types import Params
+
+
+@dataclasses.dataclass(frozen=True)
+class TDLambdaSection:
+  """The `tdlambda:` section of a config (`agent: tdlambda`).
+
+  Attributes:
+    td_lambda: lambda, the trace decay (paper: 0.7; 1 gives Monte-Carlo
+      targets). Configs saved before it moved here held it as
+      `train.td_lambda` (`config.from_saved` reads them).
+  """
+
+  td_lambda: float = 0.7
+
+  def __post_init__(self):
+    if not 0.0 <= self.td_lambda <= 1.0:
+      raise ValueError(f"tdlambda td_lambda must be in [0, 1], got {self.td_lambda}")
 
 
 class _ValueMLP(nn.Module):
@@ -389,7 +409,7 @@ class TDLambdaLearner(BaseLearner):
       s.current_player,
       s.observation,
       model=self.network,
-      trace_decay=self.config.train.td_lambda,
+      trace_decay=self.config.agent_config.td_lambda,
       payoff=payoff,
     )
     actor = actor.replace(td=td)
@@ -497,5 +517,6 @@ AGENT = registry.register(
     player=lambda model, params, env, config: one_ply_policy(model, params),
     plays="1-ply expectimax",
     capabilities=registry.Capabilities(true_model=True, two_sided_value=True),
+    section=TDLambdaSection,
   )
 )

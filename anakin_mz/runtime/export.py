@@ -136,7 +136,7 @@ def read(path: str) -> Model:
   if missing:
     raise ckpt.CheckpointError(f"model file {path!r} lacks {', '.join(missing)}")
   try:
-    config = config_lib.from_dict(json.loads(doc["config"]))
+    config = config_lib.from_saved(json.loads(doc["config"]))
   except ValueError as e:
     raise ckpt.CheckpointError(
       f"model file {path!r} holds a config this code rejects: {e}"

@@ -73,7 +73,7 @@ def load_agent(
     return _load_model_file(model_file, step, expect_env)
   meta = ckpt.load_metadata(directory, step)
   try:
-    config = config_lib.from_dict(meta["config"])  # type: ignore[arg-type]
+    config = config_lib.from_saved(meta["config"])  # type: ignore[arg-type]
   except ValueError as e:
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} holds a config this code rejects: {e}"

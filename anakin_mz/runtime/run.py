@@ -265,7 +265,7 @@ def train(
     def check(meta):
       ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
       try:  # a config saved in an older layout compares in today's
-        saved_config = config_lib.from_dict(meta["config"]).to_dict()
+        saved_config = config_lib.from_saved(meta["config"]).to_dict()
       except ValueError:
         saved_config = meta["config"]
       diffs = _config_diff(config.to_dict(), saved_config)
