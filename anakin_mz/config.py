@@ -4,6 +4,7 @@
 A config file has five sections, each mapping onto one dataclass, and three
 top-level settings:
 
+    extends: nannon  # optional: the file this one changes (below)
     env:     {name: nannon, params: {...}}       # envs.make(name, **params)
     network: {...}                               # networks.NetworkConfig
     search:  {...}                               # search.SearchConfig
@@ -21,6 +22,15 @@ is not a key of the file). Configs saved before it moved (with equal
 an agent's own section (`MOVED`: `train.td_lambda` is `tdlambda.td_lambda`)
 is refused under its old name, naming the new one; the configs saved with
 runs before it moved still load (`from_saved`).
+
+`extends: PARENT` makes a file a change of another (`read`): the parent's
+mapping with the file's merged over it, mappings key by key at every depth,
+any other value (a number, a string, a list, null) replacing the parent's.
+PARENT is a YAML file beside the file (with or without `.yaml`), else a
+shipped config's name (or `kinds/NAME`); the parent may extend another in
+turn, and a cycle is an error that names the files. So a variant holds only
+what differs: `nannon_12_5_6.yaml` is `extends: nannon` and a dozen keys.
+The merged mapping is checked as a whole, after the overrides.
 
 Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
 `env.params.points=12`. Values are parsed as YAML scalars; numeric fields
@@ -44,7 +54,8 @@ Dict fields, not the Tuple fields that keep these dataclasses hashable, and
 hand back its own mutable containers with its own messages to wrap;
 ml_collections' ConfigDict is a mutable tree typed by its first values, in
 place of the frozen dataclasses; tyro builds command lines from
-dataclasses, not YAML files.
+dataclasses, not YAML files. None of them has a file-level `extends`, a few
+lines here (`read`).
 
 Where a config comes from (`resolve`, `default_source`, `load_for_env`): a
 path to a YAML file, or the name of a config shipped in the package
@@ -565,6 +576,7 @@ def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, obj
 
 # A file of anakin_mz/configs/ that is not a training config.
 _NOT_CONFIGS = ("strength.yaml",)  # the bars of `anakin_mz.experiments.strength`
+_NOT_CONFIGS_NAMES = tuple(name[: -len(".yaml")] for name in _NOT_CONFIGS)
 
 
 def shipped_path(filename: str) -> str:
@@ -686,23 +698,76 @@ def load_for_env(
   return cfg, path, everything
 
 
+def _read_file(path: str) -> Dict[str, object]:
+  """The mapping of YAML file `path`, as written (its `extends` unread)."""
+  try:
+    with open(path, encoding="utf-8") as f:
+      loaded = yaml.safe_load(f)
+  except OSError as e:
+    raise ValueError(f"cannot read config file {path!r}: {e.strerror}") from None
+  except yaml.YAMLError as e:
+    raise ValueError(f"config file {path!r} is not valid YAML: {e}") from None
+  if not isinstance(loaded, Mapping):
+    raise ValueError(f"config file {path!r} must hold a mapping")
+  return dict(loaded)
+
+
+def _parent(parent: object, path: str) -> str:
+  """The file that `extends: PARENT` of config file `path` names: PARENT
+  (or PARENT.yaml) beside `path`, else a file of the package's configs (a
+  shipped config's name, or `kinds/NAME`), with or without `.yaml`."""
+  if not isinstance(parent, str) or not parent.strip():
+    raise ValueError(
+      f"config file {path!r}: `extends` takes the name of a shipped config or a "
+      f"YAML path relative to the file, got {parent!r}"
+    )
+  here = os.path.dirname(os.path.abspath(path))
+  name = parent[: -len(".yaml")] if parent.endswith(".yaml") else parent
+  for candidate in (os.path.join(here, parent), os.path.join(here, name + ".yaml")):
+    if os.path.isfile(candidate):
+      return candidate
+  if name not in _NOT_CONFIGS_NAMES:
+    packaged = shipped_path(f"{name}.yaml")
+    if os.path.isfile(packaged):
+      return packaged
+  kinds = ", ".join(k[: -len(".yaml")] for k in sorted(set(KIND_BASES.values())))
+  raise ValueError(
+    f"config file {path!r} extends {parent!r}, which is neither a YAML file beside it "
+    f"nor a shipped config; shipped configs: {', '.join(shipped())} (and {kinds})"
+  )
+
+
+def read(path: str, _chain: Tuple[str, ...] = ()) -> Dict[str, object]:
+  """The mapping that config file `path` stands for: the file itself or,
+  where it has a top-level `extends: PARENT`, its parent's mapping (itself
+  read so, a chain of any length) with the file's mapping merged over it:
+  mappings merge key by key, at every depth; any other value (a number, a
+  string, a list, null) replaces the parent's.
+
+  Raises:
+    ValueError: an unreadable file, one that is not a YAML mapping, an
+      unknown parent (listing the shipped configs), or files that extend
+      each other in a cycle (naming them).
+  """
+  real = os.path.realpath(path)
+  if real in _chain:
+    cycle = _chain[_chain.index(real) :] + (real,)
+    raise ValueError(f"config files extend each other in a cycle: {' -> '.join(cycle)}")
+  own = _read_file(path)
+  if "extends" not in own:
+    return own
+  parent = _parent(own.pop("extends"), path)
+  return _merge(read(parent, _chain + (real,)), own)
+
+
 def load(
   config: Optional[str], overrides: Sequence[str] = (), base: Optional[Mapping[str, object]] = None
 ) -> Config:
   """Loads a YAML config (a path or a shipped config's name, `resolve`; or
-  only `base`), applies overrides, validates."""
+  only `base`) with the files it extends (`read`), applies overrides,
+  validates."""
   raw: Dict[str, object] = dict(base or {})
   if config is not None:
-    path = resolve(config)
-    try:
-      with open(path, encoding="utf-8") as f:
-        loaded = yaml.safe_load(f)
-    except OSError as e:
-      raise ValueError(f"cannot read config file {path!r}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-      raise ValueError(f"config file {path!r} is not valid YAML: {e}") from None
-    if not isinstance(loaded, Mapping):
-      raise ValueError(f"config file {path!r} must hold a mapping")
-    raw = _merge(raw, loaded)
+    raw = _merge(raw, read(resolve(config)))
   raw = _merge(raw, parse_overrides(overrides))
   return from_dict(raw)

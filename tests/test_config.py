@@ -326,3 +326,86 @@ def test_configs_saved_with_train_td_lambda_still_load():
     with pytest.raises(ValueError, match="train.td_lambda is not a key"):
       config_lib.from_dict(old)  # a config written today may not use it
   assert config_lib.from_saved(today.to_dict()) == today  # today's layout as it is
+
+
+def _write(directory, name, text):
+  path = directory / name
+  path.write_text(text)
+  return str(path)
+
+
+def test_extends_merges_the_file_over_its_parent(tmp_path):
+  base = _write(
+    tmp_path,
+    "base.yaml",
+    "env: {name: catch, params: {rows: 6, columns: 5}}\n"
+    "network: {hidden: [32, 32], latent_dim: 16}\n"
+    "search: {num_simulations: 8, value_bounds: [-1, 1]}\n"
+    "train: {batch_size: 64, total_updates: 100}\n",
+  )
+  child = _write(
+    tmp_path,
+    "child.yaml",
+    "extends: base\n"  # beside it, without .yaml
+    "env: {params: {rows: 8}}\n"  # mappings merge at every depth
+    "network: {hidden: [8]}\n"  # a list replaces the parent's
+    "search: {value_bounds: null}\n"  # null replaces too: the default
+    "seed: 3\n",
+  )
+  parent, cfg = config_lib.load(base), config_lib.load(child)
+  assert dict(cfg.env_params) == {**dict(parent.env_params), "rows": 8, "columns": 5}
+  assert cfg.network.hidden == (8,) and cfg.network.latent_dim == 16
+  assert cfg.search.num_simulations == 8 and cfg.search.value_bounds is None
+  assert cfg.train == parent.train and cfg.seed == 3
+  raw = config_lib.read(child)
+  assert "extends" not in raw
+  assert raw["env"] == {"name": "catch", "params": {"rows": 8, "columns": 5}}
+  # Overrides apply over the merged file; its keys are checked after the merge.
+  assert config_lib.load(child, ["network.hidden=[4,4]"]).network.hidden == (4, 4)
+  typo = _write(tmp_path, "typo.yaml", "extends: base.yaml\ntrain: {batchsize: 32}\n")
+  with pytest.raises(ValueError, match=r"unknown key\(s\) train.batchsize; valid keys in 'train'"):
+    config_lib.load(typo)
+
+
+def test_extends_chains_and_reaches_the_shipped_configs(tmp_path):
+  _write(tmp_path, "mid.yaml", "extends: nannon\ntrain: {total_updates: 500}\n")
+  sub = tmp_path / "sub"
+  sub.mkdir()
+  top = _write(sub, "top.yaml", "extends: ../mid.yaml\nsearch: {num_simulations: 4}\n")
+  nannon = config_lib.load("nannon")
+  cfg = config_lib.load(top)
+  assert cfg.train.total_updates == 500 and cfg.search.num_simulations == 4
+  assert cfg.train.batch_size == nannon.train.batch_size and cfg.network == nannon.network
+  # A kind's base is a parent by its name too.
+  kind = _write(tmp_path, "kind.yaml", "extends: kinds/two_player_flat\nenv: {name: nannon}\n")
+  assert config_lib.load(kind).network.kind == "mlp"
+
+
+def test_extends_refuses_cycles_and_unknown_parents(tmp_path):
+  a = _write(tmp_path, "a.yaml", "extends: b.yaml\nseed: 1\n")
+  _write(tmp_path, "b.yaml", "extends: a.yaml\nseed: 2\n")
+  with pytest.raises(ValueError, match="config files extend each other in a cycle") as e:
+    config_lib.load(a)
+  assert "a.yaml -> " in str(e.value) and "b.yaml -> " in str(e.value)
+  itself = _write(tmp_path, "self.yaml", "extends: self\n")
+  with pytest.raises(ValueError, match=r"cycle: .*self.yaml -> .*self.yaml"):
+    config_lib.load(itself)
+  orphan = _write(tmp_path, "orphan.yaml", "extends: nanon\n")
+  with pytest.raises(
+    ValueError,
+    match=r"extends 'nanon', which is neither a YAML file beside it nor a shipped config; "
+    r"shipped configs: breakthrough, carchess, catch,",
+  ):
+    config_lib.load(orphan)
+  for bad in ("[nannon]", "''"):
+    with pytest.raises(ValueError, match="`extends` takes the name of a shipped config"):
+      config_lib.load(_write(tmp_path, "bad.yaml", f"extends: {bad}\n"))
+
+
+def test_nannon_12_5_6_is_a_short_change_of_nannon():
+  path = config_lib.shipped_path("nannon_12_5_6.yaml")
+  text = open(path, encoding="utf-8").read()
+  assert "extends: nannon " in text and len(text.splitlines()) < 25
+  cfg, base = config_lib.load("nannon_12_5_6"), config_lib.load("nannon")
+  assert dict(cfg.env_params)["points"] == 12 and cfg.network.latent_dim == 256
+  assert cfg.network.hidden == base.network.hidden and cfg.loss.l2 == base.loss.l2
