@@ -3,6 +3,7 @@ result, and one tiny Catch bar trained, evaluated and reused."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -56,6 +57,30 @@ def test_the_project_bar_file_loads_and_names_shipped_configs():
 def test_a_bad_bar_file_is_a_clear_error(tmp_path, body, message):
   with pytest.raises(ValueError, match=message):
     strength.load_bars(_write(tmp_path / "bars.yaml", body))
+
+
+def test_a_bar_extends_a_bar_above_it(tmp_path):
+  path = _write(
+    tmp_path / "bars.yaml",
+    "bars:\n"
+    "  - {name: a, config: catch, minutes: 2, measure: score, bar: 1, games: 7,"
+    " overrides: [seed=1], extra_policies: [greedy]}\n"
+    "  - {name: b, extends: a, overrides: [seed=2], source: 'b row'}\n"
+    "  - {name: c, extends: b, minutes: 3}\n",
+  )
+  a, b, c = strength.load_bars(path)
+  assert b == dataclasses.replace(a, name="b", overrides=("seed=2",), source="b row")
+  assert c == dataclasses.replace(b, name="c", minutes=3.0)  # a chain
+  for body, message in (
+    ("bars: [{name: b, extends: a}]", r"extends 'a', which is not the name of a bar above it"),
+    (
+      "bars: [{name: a, config: c.yaml, minutes: 1, measure: score, bar: 1},"
+      " {name: b, extends: nope}]",
+      r"extends 'nope'.*bars above: a",
+    ),
+  ):
+    with pytest.raises(ValueError, match=message):
+      strength.load_bars(_write(tmp_path / "bad.yaml", body))
 
 
 def test_missing_bar_file_and_unknown_bar_names():

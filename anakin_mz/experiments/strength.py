@@ -100,11 +100,14 @@ class Row:
 def load_bars(path: Optional[str] = None) -> List[Bar]:
   """The bars of a YAML file `{bars: [{name, config, minutes, measure, bar,
   ...}, ...]}` (default `BAR_FILE`); a config that is a path is made
-  relative to the file, a shipped config's name is kept.
+  relative to the file, a shipped config's name is kept. A bar with
+  `extends: NAME` takes the fields of the bar NAME above it, its own
+  replacing them (`overrides` too, as a whole), so an ablation holds only
+  its name, its overrides and its source.
 
   Raises:
-    ValueError: a missing file, an unknown or missing field, a bad value or a
-      repeated name, with what is valid.
+    ValueError: a missing file, an unknown or missing field, a bad value, a
+      repeated name or an unknown bar to extend, with what is valid.
   """
   path = BAR_FILE if path is None else path
   try:
@@ -118,16 +121,28 @@ def load_bars(path: Optional[str] = None) -> List[Bar]:
     raise ValueError(f"bar file {path!r} must hold a list under 'bars'")
   base = os.path.dirname(os.path.abspath(path))
   bars: List[Bar] = []
+  written: Dict[str, Dict[str, object]] = {}  # each bar's fields, its parent's merged in
   for i, item in enumerate(raw["bars"]):
     where = f"{path!r} bar {i}"
     if not isinstance(item, dict):
       raise ValueError(f"{where} must be a mapping")
-    unknown = set(item) - set(_FIELDS) - {"overrides", "extra_policies"}
+    unknown = set(item) - set(_FIELDS) - {"overrides", "extra_policies", "extends"}
     if unknown:
       raise ValueError(
         f"{where}: unknown field(s) {sorted(unknown)}; valid: {', '.join(_FIELDS)}, "
-        "overrides, extra_policies"
+        "overrides, extra_policies, extends"
       )
+    if "extends" in item:
+      parent = item["extends"]
+      if not isinstance(parent, str) or parent not in written:
+        raise ValueError(
+          f"{where}: extends {parent!r}, which is not the name of a bar above it; "
+          f"bars above: {', '.join(written) or 'none'}"
+        )
+      item = {**{k: v for k, v in written[parent].items() if k != "name"}, **item}
+      del item["extends"]
+    if "name" in item:
+      written[str(item["name"])] = item
     missing = [k for k in ("name", "config", "minutes", "measure", "bar") if k not in item]
     if missing:
       raise ValueError(f"{where}: missing field(s) {missing}")
