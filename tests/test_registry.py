@@ -155,3 +155,23 @@ def test_only_the_registry_loads_the_agents():
       if re.search(r"^\s*(from anakin_mz\.agents\b|from anakin_mz import agents\b)", text, re.M):
         found.append(os.path.join(part, file))
   assert not found, f"modules importing an agent: {found}"
+
+
+def test_no_module_of_the_package_is_over_700_lines():
+  """Small modules (the layout's rule): every module of `anakin_mz/` and
+  `envs/` holds at most 700 lines, so a mixed file gets split along its
+  seams."""
+  import os
+
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  long = {}
+  for package in ("anakin_mz", "envs"):
+    for folder, _, files in os.walk(os.path.join(root, package)):
+      for file in files:
+        if file.endswith(".py"):
+          path = os.path.join(folder, file)
+          with open(path) as f:
+            lines = sum(1 for _ in f)
+          if lines > 700:
+            long[os.path.relpath(path, root)] = lines
+  assert not long, f"modules over 700 lines: {long}"
