@@ -136,7 +136,8 @@ def _opt(value, kind, name: str):
     return value
   if kind is str and isinstance(value, str):
     return value
-  raise ValueError(f"field {name!r} must be a {kind.__name__} or null, got {value!r}")
+  what = {int: "an integer", float: "a number", str: "a string"}[kind]
+  raise ValueError(f"field {name!r} must be {what} or null, got {value!r}")
 
 
 def _figure(name: str, raw: object) -> Figure:
@@ -320,6 +321,9 @@ def today() -> str:
   return datetime.date.today().isoformat()
 
 
+HERE = object()  # `new`: this process's device, commit or date
+
+
 def new(
   experiment: str,
   variant: str,
@@ -331,12 +335,12 @@ def new(
   evaluation: Optional[Mapping[str, object]] = None,
   figures: Optional[Mapping[str, Figure]] = None,
   note: str = "",
-  device: Optional[str] = None,
-  commit: Optional[str] = None,
-  date: Optional[str] = None,
+  device: object = HERE,
+  commit: object = HERE,
+  date: object = HERE,
 ) -> RunRecord:
-  """A record of a run this process made (`source` "run"); the device,
-  commit and date default to this process's."""
+  """A record of a run (`source` "run"); the device, commit and date are
+  this process's unless given (None: unknown)."""
   return RunRecord(
     experiment=experiment,
     variant=variant,
@@ -346,9 +350,9 @@ def new(
     budget=budget,
     evaluation=dict(evaluation or {}),
     figures=dict(figures or {}),
-    device=device if device is not None else device_note(),
-    commit=commit if commit is not None else git_commit(),
-    date=date or today(),
+    device=device_note() if device is HERE else device,
+    commit=git_commit() if commit is HERE else commit,
+    date=today() if date is HERE else date,
     source="run",
     origin=None,
     note=note,

@@ -401,7 +401,7 @@ def _cell(table: Table, column: Column, index: int, ctx, keys: Sequence[str]) ->
       )
     return record.cells[index]
   try:
-    return template.format_map(vars(ctx))
+    return template.format_map(vars(ctx)).strip()
   except (KeyError, AttributeError, ValueError, IndexError, TypeError) as e:
     raise TableError(
       f"table {table.name!r}, column {column.head!r}, row {keys[0]!r}: template "
