@@ -13,7 +13,7 @@ same way).
   search table's two other models become typed records (their numbers read
   from the table), so those tables are drawn from figures, not text.
 
-    python scripts/convert_records.py            # from the repository root
+    python docs/results/records/convert.py       # from the repository root
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, ROOT)
 
 from anakin_mz.experiments import records as R  # noqa: E402
 from anakin_mz.experiments import strength  # noqa: E402
