@@ -417,10 +417,12 @@ def render(table: Table, found: Sequence[records_lib.RunRecord]) -> str:
     f"From the run records in {patterns} (table `{table.name}` of "
     f"`docs/results/tables.yaml`); the narrative is [{table.doc}](../{table.doc})."
   )
-  transcribed = [r for r in found if r.transcribed]
+  ordered = _ordered(table, found)
+  used = [r for _, rs in ordered for r in rs]
+  transcribed = [r for r in used if r.transcribed]
   if transcribed:
     origins = ", ".join(dict.fromkeys(_origin(r.origin) for r in transcribed))
-    if len(transcribed) == len(found):
+    if len(transcribed) == len(used):
       lines.append(
         f"Every row was transcribed once from the hand-written table of {origins}: "
         "its runs are not in git."
@@ -440,7 +442,7 @@ def render(table: Table, found: Sequence[records_lib.RunRecord]) -> str:
   lines += ["", "| " + " | ".join(c.head for c in table.columns) + " |"]
   lines.append("|" + "".join(" ---: |" if c.align == "right" else " --- |" for c in table.columns))
   after: List[str] = []
-  for shown, rs in _ordered(table, found):
+  for shown, rs in ordered:
     label = table.labels.get(shown, "")
     if table.rows == "variants":
       by: Dict[object, _Run] = {}
