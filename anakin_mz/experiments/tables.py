@@ -28,9 +28,12 @@ position. Figures format as numbers (`{fig[score]:.3f}`), as their interval
 a record lacks formats as an empty cell.
 
 `variants` picks and orders the rows' variants; `SHOWN=SOURCE` shows the
-records of variant SOURCE under the name SHOWN. `override` replaces a
+records of variant SOURCE under the name SHOWN. `labels` gives a variant a
+text (`{label}`) or texts by key (`{label[KEY]}`). `override` replaces a
 column's template for one variant (or `variant/seed`): e.g. to bold a row.
-`after` adds a line per row below the table (e.g. the commands).
+`intro` is a paragraph above the table, `after` (`{head, each}`) a line per
+row below it (e.g. the commands). Each generated file names its records and
+says which of its rows were transcribed.
 """
 
 from __future__ import annotations
