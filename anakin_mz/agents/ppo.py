@@ -30,13 +30,8 @@ runs of the earlier one-device PPO.
 `anakin-mz ppo` and `train`, which run them through the run loop on one
 device.
 
-First figures (2026-11-23, one pinned core of the shared 2-core CPU under a
-load average of ~19, default config): `scripts/ppo.py --env minatar-breakout
---minutes 8 --log-every 5` (the gymnax adapter of the wave2-21 branch) went
-from return 0.56 (first 41k env steps) to 3.6 (at 123k) in 8 minutes,
-compilation included; an iteration (8192 env steps) took ~9.4 s, ~80% of it in
-the 4 x 8 minibatch updates of the two 256-256 MLPs, so 10M env steps (the
-gymnax reference: Breakout 28) would take hours on this CPU.
+Its measured runs (MinAtar, against NDMZ, on a CPU and a GPU) are in
+docs/results/minatar.md.
 """
 
 from __future__ import annotations

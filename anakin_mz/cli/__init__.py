@@ -35,6 +35,7 @@ TOOLS: Dict[str, str] = {
   "tournament": "tournament",
   "compare": "compare",
   "strength": "strength",
+  "experiment": "experiment",
   "plot": "plot",
   "ppo": "ppo",
   "carchess-baselines": "carchess_baselines",

@@ -1,15 +1,18 @@
 """Train and evaluate each game against its published bar; write a table.
 
     anakin-mz strength --bars catch --seeds 0 1
-    anakin-mz strength --seeds 0 1 --out docs/results/strength.md
+    anakin-mz strength --seeds 0 1 --out strength_table.md
     anakin-mz strength --bars nannon --seeds 0 --reevaluate
-    anakin-mz strength --report-only --out docs/results/strength.md
+    anakin-mz strength --report-only --out strength_table.md
 
 The bars (config, minutes, opponent, figure, value to reach) are in the
 shipped bar file (anakin_mz/configs/strength.yaml) unless --bar-file. Each
-run lands in <runs>/<bar>/seed<S> (TensorBoard, checkpoints, strength.json);
-a finished run is reused, so the table can be rebuilt without retraining.
-The library behind it is `anakin_mz.experiments.strength`.
+run lands in <runs>/<bar>/seed<S> (TensorBoard, checkpoints, strength.json,
+record.jsonl: its run record); a finished run is reused, so the table can
+be rebuilt without retraining. The project's strength tables are generated
+from the records kept under docs/results/strength_runs/<bar>/seed<S>/ by
+`anakin-mz experiment tables` (docs/experiments.md). The library behind it
+is `anakin_mz.experiments.strength`.
 """
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
-"""Experiments over whole runs: several agents on one game with one budget
-(`compare`), the strength bars (`strength`), and the timing and kernel
-counts of the Anakin step (`profiling`)."""
+"""Experiments over whole runs: one pipeline from a spec (`spec`: base
+config, variants, seeds, budget, evaluation) to run records (`records`, the
+one format every experiment writes) to generated results tables (`tables`);
+several agents on one game with one budget (`compare`), the strength bars
+(`strength`), and the timing and kernel counts of the Anakin step
+(`profiling`)."""

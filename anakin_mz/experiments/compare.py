@@ -10,7 +10,9 @@ checkpoint it saved is scored by `run.evaluate` (the training loop's
 evaluation: greedy search vs random in a match, the game's exact evaluators
 on the greedy network policy, the paper's dynamics tests), the scores go to
 the run's TensorBoard and to one JSON line in `<out>/<label>/compare.jsonl`.
-The table and the figures are drawn from those lines only.
+The table and the figures are drawn from those lines only. Each scored
+point is also a run record (`records`) in `<out>/<label>/records.jsonl`
+(the experiment: `out`'s name; the variant: the label without its seed).
 
 * Budget: env steps (each run trains until its env steps reach the next
   point of the schedule) or minutes of training wall-clock (scoring time not
@@ -42,10 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from anakin_mz import config as config_lib
+from anakin_mz.experiments import records as records_lib
 
 DEFAULT_AGENT = "ndmz"  # the only agent of a config without an `agent` key
 SPEC_FILE = "compare.json"
 ROWS_FILE = "compare.jsonl"
+RECORDS_FILE = "records.jsonl"
 # The paper's two dynamics tests (Figure 3).
 FIGURE3_METRICS = ("top_move", "uniform")
 
@@ -273,6 +277,7 @@ def compare(
       **{k: float(v) for k, v in scores.items() if "/" in k},
     }
     _append_row(run_dir, row)
+    records_lib.append(os.path.join(run_dir, RECORDS_FILE), _record(out, s, row, spec, config))
     rows[label].append(row)
     from anakin_mz.runtime.summary import SummaryWriter
 
@@ -298,6 +303,30 @@ def compare(
   except Interrupted as e:
     say(f"{e}: stopped; run the same command again to resume")
   return rows
+
+
+def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
+  """The run record of one scored point; its command reruns the whole run."""
+  b = spec["budget"]
+  args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
+  args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
+  args += [f"--{b['unit'].replace('_', '-')}={b['total']:g}", f"--every={b['every']:g}"]
+  args += [f"--eval-games={spec['eval_games']}", f"--out={out}", *spec["overrides"]]
+  return records_lib.new(
+    os.path.basename(os.path.normpath(out)),
+    s.label[: -len(f"_s{s.seed}")],
+    s.seed,
+    command=" ".join(args),
+    overrides=list(spec["overrides"]) + list(s.overrides),
+    budget=records_lib.Budget(
+      minutes=b["total"] if b["unit"] == "minutes" else None,
+      updates=int(row["update_step"]),
+      env_steps=float(row["env_steps"]),
+      train_minutes=row["train_s"] / 60,
+    ),
+    evaluation={"games": spec["eval_games"], "agent": s.agent},
+    figures={k: records_lib.Figure(float(v)) for k, v in row.items() if "/" in k},
+  )
 
 
 def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None:

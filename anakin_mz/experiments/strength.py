@@ -10,7 +10,10 @@ like the rest of the agent, names no game. `anakin-mz strength`
 
 Each run is an ordinary run directory `<runs>/<bar>/seed<S>` (TensorBoard,
 checkpoints) plus `strength.json`, the training wall-clock and the
-evaluation. A second call reuses a finished run and only re-evaluates it
+evaluation, and `record.jsonl`, its run record (`records`: what
+`docs/results/tables.yaml` draws the strength tables from; a run's
+`record.jsonl` copied under `docs/results/strength_runs/<bar>/seed<S>/`
+joins them). A second call reuses a finished run and only re-evaluates it
 when asked, so a table can be rebuilt without retraining.
 """
 
@@ -27,10 +30,12 @@ import yaml
 
 from anakin_mz import config as config_lib
 from anakin_mz.eval import report
+from anakin_mz.experiments import records as records_lib
 
 # The project's bars, shipped with the package.
 BAR_FILE = config_lib.shipped_path("strength.yaml")
 
+RECORD_FILE = "record.jsonl"
 _FIELDS = ("name", "config", "minutes", "measure", "bar", "opponent", "games", "source")
 
 
@@ -290,6 +295,9 @@ def run_bar(
       "wall_s": time.perf_counter() - start,
       "updates": result.saved_step or 0,
       "command": command,
+      "device": records_lib.device_note(),
+      "commit": records_lib.git_commit(),
+      "date": records_lib.today(),
     }
     _write(record_path, record)
   if "evaluation" not in record or reevaluate:
@@ -303,6 +311,9 @@ def run_bar(
     )
     record["evaluation"] = {k: v for k, v in evaluation.items() if k != "dynamics_table"}
     _write(record_path, record)
+    records_lib.write(os.path.join(logdir, RECORD_FILE), [to_record(bar, seed, record)])
+  elif not os.path.exists(os.path.join(logdir, RECORD_FILE)):  # a run from before records
+    records_lib.write(os.path.join(logdir, RECORD_FILE), [to_record(bar, seed, record)])
   value, low, high, exact = read_measure(record["evaluation"], bar.measure)  # type: ignore[arg-type]
   return Row(
     bar=bar,
@@ -314,6 +325,33 @@ def run_bar(
     updates=int(record["updates"]),  # type: ignore[arg-type]
     wall_s=float(record["wall_s"]),  # type: ignore[arg-type]
     command=str(record["command"]),
+  )
+
+
+def to_record(bar: Bar, seed: int, record: Mapping[str, object]) -> records_lib.RunRecord:
+  """The run record (`records`) of one bar and seed from its `strength.json`
+  `record`: the bar is its variant, the bar's measure, value to reach,
+  opponent and games its evaluation settings."""
+  evaluation: Mapping[str, object] = record["evaluation"]  # type: ignore[assignment]
+  settings = {"measure": bar.measure, "target": bar.bar, "opponent": bar.opponent}
+  settings.update({k: evaluation[k] for k in ("games", "seed", "agent", "simulations", "step")})
+  return records_lib.new(
+    "strength",
+    bar.name,
+    seed,
+    command=str(record["command"]),
+    overrides=bar.overrides,
+    budget=records_lib.Budget(
+      minutes=bar.minutes,
+      updates=int(record["updates"]),  # type: ignore[arg-type]
+      train_minutes=float(record["wall_s"]) / 60,  # type: ignore[arg-type]
+    ),
+    evaluation=settings,
+    figures=records_lib.figures_of(evaluation),
+    # Where and when it trained (a run from before these were kept: unknown).
+    device=record.get("device"),
+    commit=record.get("commit"),
+    date=record.get("date"),
   )
 
 

@@ -1,0 +1,123 @@
+"""Run an experiment spec into run records; rebuild the results tables from records.
+
+    anakin-mz experiment run docs/results/experiments/carchess_sweep.yaml
+    anakin-mz experiment run SPEC --variants base,td10 --seeds 0 1 --runs runs
+    anakin-mz experiment run SPEC --dry-run        # the commands, nothing run
+    anakin-mz experiment tables                    # docs/results/tables/*.md from the records
+    anakin-mz experiment tables --check            # exit 1 where a table file differs
+
+`run` trains and evaluates each (variant, seed) of the spec into
+<runs>/<name>/<variant>_s<seed> and appends one run record per run to the
+spec's records file (default <runs>/<name>/records.jsonl); a run with a
+record is skipped, so the same command resumes. Two processes on disjoint
+--variants (each under its own `taskset -c CORE`) may share a records file.
+
+`tables` rebuilds every table of docs/results/tables.yaml from the run
+records in git into docs/results/tables/<name>.md (run it from the
+repository root). Libraries: `anakin_mz.experiments.spec`, `.records`,
+`.tables`; docs/experiments.md describes the pipeline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from anakin_mz.cli import options
+
+
+def main(argv=None, prog=None) -> int:
+  parser = options.parser(__doc__, prog)
+  sub = parser.add_subparsers(dest="command", metavar="{run,tables}")
+  run_p = sub.add_parser("run", help="train and evaluate a spec's runs into records")
+  run_p.add_argument("spec", help="the experiment spec (YAML)")
+  run_p.add_argument("--runs", default="runs", help="run directories go under RUNS/<name>/")
+  run_p.add_argument("--records", default=None, help="records file (default: the spec's)")
+  run_p.add_argument("--variants", default=None, help="comma-separated (default: all)")
+  run_p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: the spec's")
+  run_p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+  run_p.add_argument("--no-progress", action="store_true", help="no progress bars")
+  run_p.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train)")
+  tab_p = sub.add_parser("tables", help="rebuild the results tables from the run records")
+  tab_p.add_argument(
+    "--defs", default=os.path.join("docs", "results", "tables.yaml"), help="table definitions"
+  )
+  tab_p.add_argument("--out", default=None, help="default: tables/ beside the definitions")
+  tab_p.add_argument(
+    "--check", action="store_true", help="write nothing; exit 1 where a file would change"
+  )
+  args = parser.parse_args(argv)
+  if args.command is None:
+    parser.error("give a command: run SPEC, or tables")
+  if args.command == "tables":
+    return _tables(args)
+  return _run(parser, args)
+
+
+def _tables(args) -> int:
+  from anakin_mz.experiments import tables
+
+  out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.defs)), "tables")
+  try:
+    diffs = tables.sync(args.defs, out, check=args.check)
+  except ValueError as e:  # TableError, RecordError
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  for d in diffs:
+    print(("would be " if args.check else "") + d)
+  if args.check and diffs:
+    print(
+      "error: the tables differ from their records; run `anakin-mz experiment tables` "
+      "(and edit records or docs/results/tables.yaml, never the generated files)",
+      file=sys.stderr,
+    )
+    return 1
+  if not diffs:
+    print(f"{out}: every table is up to date")
+  return 0
+
+
+def _run(parser, args) -> int:
+  from anakin_mz.runtime import host
+
+  try:
+    devices = host.configure(args.devices)
+  except ValueError as e:
+    parser.error(str(e))
+  if args.seeds is not None and any(s < 0 for s in args.seeds):
+    parser.error("--seeds must be >= 0")
+  from anakin_mz.experiments import spec as spec_lib
+  from anakin_mz.runtime import run
+
+  try:
+    spec = spec_lib.load(args.spec)
+    variants = args.variants.split(",") if args.variants else None
+    pairs = spec_lib.plan(spec, variants, args.seeds)
+    spec_lib.check(spec)
+    if args.dry_run:
+      for v, s in pairs:
+        logdir = spec_lib.run_dir(spec, args.runs, v, s)
+        checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
+        if spec.checkpoint is None:
+          print(spec_lib.train_command(spec, v, s, logdir))
+        eval_json = os.path.join(logdir, "eval.json")
+        print(spec_lib.evaluate_command(spec, v, s, checkpoint, eval_json))
+      print(f"records: {args.records or spec_lib.records_path(spec, args.runs)}")
+      return 0
+    print(f"devices: {devices}", flush=True)
+    new = spec_lib.run(
+      spec,
+      args.runs,
+      records=args.records,
+      variants=variants,
+      seeds=args.seeds,
+      progress=not args.no_progress,
+    )
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  except run.NonFiniteError as e:  # as train: the run kept its last good checkpoint
+    print(f"error: {e}", file=sys.stderr)
+    return 3
+  print(f"{len(new)} new record(s) of {len(pairs)} run(s)")
+  return 0

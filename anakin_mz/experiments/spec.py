@@ -1,0 +1,395 @@
+"""One experiment pipeline: a spec (base config, variants, seeds, budget,
+evaluation) runs into run directories and appends one run record per
+(variant, seed) (`records`), from which `tables` draws the results tables.
+`anakin-mz experiment run SPEC` (`anakin_mz.cli.experiment`) is its command.
+
+A spec is YAML:
+
+    name: carchess_sweep          # the records' `experiment`
+    env: carchess
+    config: carchess              # optional: a shipped config or a path (from the spec's directory)
+    overrides: []                 # every variant's
+    seeds: [0]                    # every variant's, unless it names its own
+    budget: {minutes: 15, updates: 5000}
+    evaluation: {games: 1000, seed: 5, opponent: null, measure: score}
+    variants:
+      base: []
+      td10: [train.td_steps=10]
+      rr4: {overrides: [train.replay_ratio=4, train.total_updates=10000], seeds: [0, 1]}
+
+* budget: `minutes` caps each run's wall-clock (compilation included, as
+  `anakin-mz train --minutes`); `updates` sets `train.total_updates` before
+  the variant's overrides, so a variant's own wins.
+* evaluation: `anakin-mz evaluate` on the last checkpoint: `games`, `seed`
+  (omitted or null: the run's training seed), `opponent` (a bot spec; null:
+  the game's default), `agent` (search, greedy, value), `extra_policies`,
+  and for the tables `measure` (the figure a table reads: score, wdl.win,
+  exact.greedy_vs_optimal, ...) and `target` (the value to reach).
+* `checkpoint: PATH-OR-NAME` instead of training: each variant evaluates
+  that checkpoint with its `search.KEY=VALUE` overrides (no budget).
+* `records`: where the records go (default `<runs>/<name>/records.jsonl`).
+
+Each run is `<runs>/<name>/<variant>_s<seed>` (TensorBoard, checkpoints,
+`train.json` once training ended, `eval.json`). Resumable: a (variant, seed)
+with a record is skipped, a finished training is evaluated without training
+again, and a run directory with checkpoints but no `train.json` (an
+interrupted run) is an error: delete it to train again, since a resumed run
+would not have the budget's wall-clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import yaml
+
+from anakin_mz.experiments import records as records_lib
+
+_KEYS = (
+  "name",
+  "env",
+  "config",
+  "overrides",
+  "seeds",
+  "budget",
+  "evaluation",
+  "variants",
+  "checkpoint",
+  "records",
+)
+_EVAL_KEYS = ("games", "seed", "opponent", "agent", "extra_policies", "measure", "target")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  name: str
+  overrides: Tuple[str, ...]
+  seeds: Tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  """An experiment (see the module doc); paths are resolved."""
+
+  name: str
+  env: str
+  config: Optional[str]
+  overrides: Tuple[str, ...]
+  variants: Tuple[Variant, ...]
+  minutes: Optional[float] = None
+  updates: Optional[int] = None
+  evaluation: Mapping[str, object] = dataclasses.field(default_factory=dict)
+  checkpoint: Optional[str] = None
+  records: Optional[str] = None
+  path: str = ""
+
+
+def load(path: str) -> Spec:
+  """The spec in the YAML file `path`.
+
+  Raises:
+    ValueError: an unreadable file, a missing or unknown key, a bad value
+      (naming the file and the key).
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      raw = yaml.safe_load(f)
+  except OSError as e:
+    raise ValueError(f"cannot read spec {path!r}: {e.strerror}") from None
+  except yaml.YAMLError as e:
+    raise ValueError(f"spec {path!r} is not valid YAML: {e}") from None
+  if not isinstance(raw, Mapping):
+    raise ValueError(f"spec {path!r} must hold a mapping")
+  unknown = sorted(set(raw) - set(_KEYS))
+  if unknown:
+    raise ValueError(f"spec {path!r}: unknown key(s) {unknown}; valid: {', '.join(_KEYS)}")
+  missing = [k for k in ("name", "env", "variants") if k not in raw]
+  if missing:
+    raise ValueError(f"spec {path!r}: missing key(s) {missing}")
+  base = os.path.dirname(os.path.abspath(path))
+
+  def relative(text):
+    if text is None:
+      return None
+    candidate = os.path.normpath(os.path.join(base, str(text)))
+    return candidate if os.path.exists(candidate) else str(text)
+
+  seeds = _seeds(raw.get("seeds", [0]), f"spec {path!r}: seeds")
+  variants = []
+  if not isinstance(raw["variants"], Mapping) or not raw["variants"]:
+    raise ValueError(f"spec {path!r}: variants must map names to override lists")
+  for name, v in raw["variants"].items():
+    where = f"spec {path!r}: variant {name!r}"
+    own_seeds = seeds
+    if isinstance(v, Mapping):
+      bad = sorted(set(v) - {"overrides", "seeds"})
+      if bad:
+        raise ValueError(f"{where}: unknown key(s) {bad}; valid: overrides, seeds")
+      if "seeds" in v:
+        own_seeds = _seeds(v["seeds"], f"{where}: seeds")
+      v = v.get("overrides") or []
+    if v is None:
+      v = []
+    if not isinstance(v, list) or not all(isinstance(o, str) and "=" in o for o in v):
+      raise ValueError(f"{where}: overrides must be a list of KEY=VALUE, got {v!r}")
+    variants.append(Variant(str(name), tuple(v), own_seeds))
+  budget = raw.get("budget") or {}
+  if not isinstance(budget, Mapping) or set(budget) - {"minutes", "updates"}:
+    raise ValueError(f"spec {path!r}: budget takes minutes and updates, got {budget!r}")
+  evaluation = dict(raw.get("evaluation") or {})
+  bad = sorted(set(evaluation) - set(_EVAL_KEYS))
+  if bad:
+    raise ValueError(
+      f"spec {path!r}: evaluation: unknown key(s) {bad}; valid: {', '.join(_EVAL_KEYS)}"
+    )
+  spec = Spec(
+    name=str(raw["name"]),
+    env=str(raw["env"]),
+    config=relative(raw.get("config")),
+    overrides=tuple(str(o) for o in raw.get("overrides") or ()),
+    variants=tuple(variants),
+    minutes=None if budget.get("minutes") is None else float(budget["minutes"]),
+    updates=None if budget.get("updates") is None else int(budget["updates"]),
+    evaluation=evaluation,
+    checkpoint=relative(raw.get("checkpoint")),
+    records=None if raw.get("records") is None else os.path.join(base, str(raw["records"])),
+    path=path,
+  )
+  if spec.checkpoint is not None:
+    if budget:
+      raise ValueError(f"spec {path!r}: a checkpoint spec trains nothing: no budget")
+    for v in spec.variants:
+      bad = [o for o in v.overrides if not o.startswith("search.")]
+      if bad:
+        raise ValueError(
+          f"spec {path!r}: variant {v.name!r}: a checkpoint spec's variants override the "
+          f"search only (search.KEY=VALUE), got {bad}"
+        )
+  if spec.minutes is not None and spec.minutes <= 0:
+    raise ValueError(f"spec {path!r}: budget minutes must be > 0")
+  if int(evaluation.get("games", 1000)) < 1:
+    raise ValueError(f"spec {path!r}: evaluation games must be >= 1")
+  return spec
+
+
+def _seeds(raw, where: str) -> Tuple[int, ...]:
+  if not isinstance(raw, list) or not raw or not all(isinstance(s, int) and s >= 0 for s in raw):
+    raise ValueError(f"{where} must be a non-empty list of integers >= 0, got {raw!r}")
+  return tuple(raw)
+
+
+def plan(
+  spec: Spec, variants: Optional[Sequence[str]] = None, seeds: Optional[Sequence[int]] = None
+) -> List[Tuple[Variant, int]]:
+  """The (variant, seed) runs: every variant's seeds, or those named."""
+  known = [v.name for v in spec.variants]
+  unknown = [n for n in variants or () if n not in known]
+  if unknown:
+    raise ValueError(f"unknown variant(s) {unknown}; the spec has {', '.join(known)}")
+  chosen = [v for v in spec.variants if not variants or v.name in variants]
+  return [(v, s) for v in chosen for s in (seeds or v.seeds)]
+
+
+def overrides_of(spec: Spec, variant: Variant, seed: int) -> List[str]:
+  """The config overrides of one run: the budget's updates, the spec's,
+  the variant's (last: a variant's own wins), the seed."""
+  out = [] if spec.updates is None else [f"train.total_updates={spec.updates}"]
+  return out + list(spec.overrides) + list(variant.overrides) + [f"seed={seed}"]
+
+
+def check(spec: Spec) -> None:
+  """Loads every variant's config, so that a bad override fails before
+  anything trains (naming the variant)."""
+  from anakin_mz import config as config_lib
+
+  for v in spec.variants:
+    if spec.checkpoint is not None:
+      continue
+    try:
+      config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, v, v.seeds[0]))
+    except ValueError as e:
+      raise ValueError(f"variant {v.name!r}: {e}") from None
+
+
+def run_dir(spec: Spec, runs: str, variant: Variant, seed: int) -> str:
+  return os.path.join(runs, spec.name, f"{variant.name}_s{seed}")
+
+
+def _quote(args: Sequence[str]) -> str:
+  return " ".join(shlex.quote(a) for a in args)
+
+
+def train_command(spec: Spec, variant: Variant, seed: int, logdir: str) -> str:
+  """The `anakin-mz train` command that trains this run."""
+  args = ["anakin-mz", "train", f"--env={spec.env}"]
+  if spec.config is not None:
+    config = os.path.relpath(spec.config) if os.path.isabs(spec.config) else spec.config
+    args.append(f"--config={config}")
+  if spec.minutes is not None:
+    args.append(f"--minutes={spec.minutes:g}")
+  args += [f"--seed={seed}", f"--logdir={logdir}", "--no-progress"]
+  args += [o for o in overrides_of(spec, variant, seed) if not o.startswith("seed=")]
+  return _quote(args)
+
+
+def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
+  ev = spec.evaluation
+  return {
+    "games": int(ev.get("games", 1000)),
+    "seed": seed if ev.get("seed") is None else int(ev["seed"]),
+    "opponent": ev.get("opponent"),
+    "agent": str(ev.get("agent", "search")),
+    "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
+  }
+
+
+def evaluate_command(spec: Spec, variant: Variant, seed: int, checkpoint: str, out: str) -> str:
+  """The `anakin-mz evaluate` command that scores this run."""
+  ev = _eval_settings(spec, seed)
+  args = ["anakin-mz", "evaluate", f"--checkpoint={checkpoint}", f"--games={ev['games']}"]
+  args.append(f"--seed={ev['seed']}")
+  if ev["opponent"] is not None:
+    args.append(f"--opponent={ev['opponent']}")
+  if ev["agent"] != "search":
+    args.append(f"--agent={ev['agent']}")
+  if ev["extra_policies"] is not None:
+    args.append(f"--extra-policies={','.join(ev['extra_policies'])}")
+  args += [f"--search={o[len('search.') :]}" for o in _search_overrides(spec, variant)]
+  return _quote(args + [f"--json={out}"])
+
+
+def _search_overrides(spec: Spec, variant: Variant) -> List[str]:
+  return list(variant.overrides) if spec.checkpoint is not None else []
+
+
+def records_path(spec: Spec, runs: str) -> str:
+  return spec.records or os.path.join(runs, spec.name, "records.jsonl")
+
+
+def run(
+  spec: Spec,
+  runs: str,
+  *,
+  records: Optional[str] = None,
+  variants: Optional[Sequence[str]] = None,
+  seeds: Optional[Sequence[int]] = None,
+  progress: bool = True,
+  log: Callable[[str], None] = print,
+) -> List[records_lib.RunRecord]:
+  """Trains and evaluates each planned run that has no record yet, appending
+  its record to `records` (default `records_path`). Returns the new records.
+
+  Raises:
+    ValueError: a bad override, an unknown variant, an interrupted run.
+  """
+  from anakin_mz.eval import report
+
+  path = records or records_path(spec, runs)
+  pairs = plan(spec, variants, seeds)
+  check(spec)
+  done = set()
+  if os.path.exists(path):
+    done = {(r.variant, r.seed) for r in records_lib.read(path) if r.experiment == spec.name}
+  new = []
+  for variant, seed in pairs:
+    if (variant.name, seed) in done:
+      log(f"[{variant.name} seed {seed}] recorded already in {path}: skipped")
+      continue
+    logdir = run_dir(spec, runs, variant, seed)
+    os.makedirs(logdir, exist_ok=True)
+    trained = _train(spec, variant, seed, logdir, progress, log)
+    checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
+    eval_json = os.path.join(logdir, "eval.json")
+    settings = _eval_settings(spec, seed)
+    log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
+    result = report.evaluate_checkpoint(
+      checkpoint,
+      opponent=settings["opponent"],
+      games=settings["games"],
+      seed=settings["seed"],
+      agent_kind=settings["agent"],
+      extra_policies=settings["extra_policies"],
+      search_overrides=[o[len("search.") :] for o in _search_overrides(spec, variant)],
+    )
+    result = {k: v for k, v in result.items() if k != "dynamics_table"}
+    with open(eval_json, "w", encoding="utf-8") as f:
+      json.dump(result, f, indent=1)
+    command = evaluate_command(spec, variant, seed, checkpoint, eval_json)
+    if trained:
+      command = f"{trained['command']} && {command}"
+    evaluation = {
+      **settings,
+      "measure": spec.evaluation.get("measure"),
+      "target": spec.evaluation.get("target"),
+      "step": result.get("step"),
+    }
+    record = records_lib.new(
+      spec.name,
+      variant.name,
+      seed,
+      command=command,
+      overrides=overrides_of(spec, variant, seed)[:-1] if trained else variant.overrides,
+      budget=records_lib.Budget(
+        minutes=spec.minutes,
+        updates=trained.get("updates", result.get("step")) if trained else result.get("step"),
+        env_steps=trained.get("env_steps") if trained else None,
+        train_minutes=trained["wall_s"] / 60 if trained else None,
+      ),
+      evaluation=evaluation,
+      figures=records_lib.figures_of(result),
+      # Where and when it trained; a checkpoint spec's: this evaluation's.
+      **({k: trained.get(k) for k in ("device", "commit", "date")} if trained else {}),
+    )
+    records_lib.append(path, record)
+    new.append(record)
+    log(f"[{variant.name} seed {seed}] recorded in {path}")
+  return new
+
+
+def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool, log):
+  """Trains one run (unless `train.json` says it trained); returns what
+  `train.json` holds, or None for a checkpoint spec."""
+  if spec.checkpoint is not None:
+    return None
+  done = os.path.join(logdir, "train.json")
+  if os.path.exists(done):
+    with open(done, encoding="utf-8") as f:
+      return json.load(f)
+  if os.path.isdir(os.path.join(logdir, "checkpoints")):
+    raise ValueError(
+      f"{logdir!r} holds an unfinished run (checkpoints but no train.json); delete it to "
+      "train this run again"
+    )
+  import jax.numpy as jnp
+
+  from anakin_mz import config as config_lib
+  from anakin_mz.runtime import run as run_lib
+
+  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, variant, seed))
+  command = train_command(spec, variant, seed, logdir)
+  log(f"[{variant.name} seed {seed}] training: {command}")
+  start = time.perf_counter()
+  result = run_lib.train(config, logdir=logdir, max_minutes=spec.minutes, progress=progress)
+  if result.stopped_by in ("SIGINT", "SIGTERM"):
+    raise ValueError(
+      f"{result.stopped_by} stopped {logdir!r} before its budget; delete it and run the "
+      "spec again (a resumed run would not have the budget's wall-clock)"
+    )
+  trained = {
+    "wall_s": time.perf_counter() - start,
+    "updates": result.saved_step or 0,
+    "env_steps": float(jnp.sum(result.state.env_steps)),
+    "command": command,
+    "device": records_lib.device_note(),
+    "commit": records_lib.git_commit(),
+    "date": records_lib.today(),
+  }
+  with open(done + ".tmp", "w", encoding="utf-8") as f:
+    json.dump(trained, f, indent=1)
+  os.replace(done + ".tmp", done)
+  return trained

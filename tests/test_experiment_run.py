@@ -1,0 +1,145 @@
+"""`anakin-mz experiment run`: a tiny Catch spec trains, evaluates and
+records each run, resumes without training again, evaluates a checkpoint
+with search overrides, and rejects bad specs clearly."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import tiny
+
+from anakin_mz.cli import experiment as cli
+from anakin_mz.experiments import records, spec as spec_lib
+
+# A fixed temperature span keeps total_updates out of the compiled step (as
+# tests/test_strength.py): with its 20 games, both tests compile the same
+# programs, which the persistent XLA cache shares.
+TINY = tiny.TINY + ("train.temperature_decay_updates=100",)
+
+
+def _spec(tmp_path, body: str, name: str = "spec.yaml") -> str:
+  path = tmp_path / name
+  path.write_text(body, encoding="utf-8")
+  return str(path)
+
+
+def _tiny_spec(tmp_path) -> str:
+  overrides = ", ".join(f'"{o}"' for o in TINY)
+  return _spec(
+    tmp_path,
+    "name: tiny\nenv: catch\nconfig: catch\n"
+    f"overrides: [{overrides}]\n"
+    "seeds: [3]\nbudget: {minutes: 5, updates: 8}\n"
+    "evaluation: {games: 20, seed: 5, measure: score, target: -1}\n"
+    "variants:\n  base: []\n  other: {overrides: [search.num_simulations=2], seeds: [4]}\n",
+  )
+
+
+def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
+  path = _tiny_spec(tmp_path)
+  runs = str(tmp_path / "runs")
+  # --dry-run prints each run's two commands and trains nothing.
+  assert cli.main(["run", path, "--runs", runs, "--dry-run"]) == 0
+  out = capsys.readouterr().out
+  assert "anakin-mz train --env=catch --config=catch --minutes=5 --seed=3" in out
+  assert "--seed=4" in out and "search.num_simulations=2" in out
+  assert "anakin-mz evaluate --checkpoint=" in out and "--games=20 --seed=5" in out
+  assert not os.path.exists(runs)
+
+  spec = spec_lib.load(path)
+  (rec,) = spec_lib.run(spec, runs, variants=["base"], progress=False, log=lambda _: None)
+  assert (rec.experiment, rec.variant, rec.seed, rec.source) == ("tiny", "base", 3, "run")
+  assert rec.budget.updates == 8 and rec.budget.minutes == 5 and rec.budget.train_minutes > 0
+  assert rec.budget.env_steps > 0 and "train.total_updates=8" in rec.overrides
+  assert rec.evaluation["games"] == 20 and rec.evaluation["seed"] == 5
+  score = rec.figures["score"]
+  assert score.low <= score.value <= score.high and rec.evaluation["measure"] == "score"
+  assert (
+    rec.command.startswith("anakin-mz train --env=catch")
+    and " && anakin-mz evaluate " in rec.command
+  )
+  assert rec.device and rec.date
+  # The record is the one line of the records file, read back equal.
+  recorded = os.path.join(runs, "tiny", "records.jsonl")
+  assert records.read(recorded) == [rec]
+  logdir = os.path.join(runs, "tiny", "base_s3")
+  with open(os.path.join(logdir, "eval.json"), encoding="utf-8") as f:
+    assert json.load(f)["games"] == 20
+
+  # Run again: recorded, so skipped (nothing trains, nothing is appended).
+  assert spec_lib.run(spec, runs, variants=["base"], progress=False, log=lambda _: None) == []
+  assert len(records.read(recorded)) == 1
+  # A finished training without its record is evaluated, not trained again.
+  os.remove(recorded)
+  mtime = os.path.getmtime(os.path.join(logdir, "train.json"))
+  (again,) = spec_lib.run(spec, runs, variants=["base"], progress=False, log=lambda _: None)
+  assert again.budget == rec.budget and again.figures == rec.figures
+  assert os.path.getmtime(os.path.join(logdir, "train.json")) == mtime
+  # An interrupted run (checkpoints, no train.json) is not silently retrained.
+  os.remove(os.path.join(logdir, "train.json"))
+  os.remove(recorded)
+  with pytest.raises(ValueError, match="unfinished run"):
+    spec_lib.run(spec, runs, variants=["base"], progress=False, log=lambda _: None)
+
+  # A checkpoint spec: nothing trains; each variant evaluates the checkpoint
+  # with its search overrides (here the run's own number: the same programs).
+  checkpoint = os.path.join(logdir, "checkpoints")
+  path2 = _spec(
+    tmp_path,
+    f"name: search\nenv: catch\ncheckpoint: {checkpoint}\n"
+    "evaluation: {games: 20, measure: score}\n"
+    "variants:\n  sims3: [search.num_simulations=3]\n",
+    "search.yaml",
+  )
+  (ev,) = spec_lib.run(spec_lib.load(path2), runs, progress=False, log=lambda _: None)
+  assert ev.overrides == ("search.num_simulations=3",) and ev.budget.train_minutes is None
+  assert "--search=num_simulations=3" in ev.command and "anakin-mz train" not in ev.command
+  assert ev.budget.updates == 8 and ev.evaluation["games"] == 20
+
+
+@pytest.mark.parametrize(
+  "body, message",
+  [
+    ("name: a\nenv: catch\n", r"missing key\(s\) \['variants'\]"),
+    ("name: a\nenv: catch\nvariants: {b: []}\ncolour: 1\n", r"unknown key\(s\) \['colour'\]"),
+    ("name: a\nenv: catch\nvariants: {b: [td10]}\n", "KEY=VALUE"),
+    ("name: a\nenv: catch\nseeds: [-1]\nvariants: {b: []}\n", "seeds must be"),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {game: 3}\n",
+      r"unknown key\(s\) \['game'\]",
+    ),
+    (
+      "name: a\nenv: catch\ncheckpoint: nannon\nvariants: {b: [train.td_steps=3]}\n",
+      "override the search only",
+    ),
+  ],
+)
+def test_a_bad_spec_is_a_clear_error(tmp_path, body, message):
+  with pytest.raises(ValueError, match=message):
+    spec_lib.load(_spec(tmp_path, body))
+
+
+def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys):
+  path = _spec(tmp_path, "name: a\nenv: catch\nvariants: {b: [search.num_simulation=8]}\n")
+  runs = str(tmp_path / "runs")
+  assert cli.main(["run", path, "--runs", runs]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("error: variant 'b'") and "num_simulation" in err and "Traceback" not in err
+  path = _spec(tmp_path, "name: a\nenv: catch\nvariants: {b: []}\n")
+  assert cli.main(["run", path, "--runs", runs, "--variants", "c"]) == 2
+  assert "unknown variant(s) ['c']; the spec has b" in capsys.readouterr().err
+  assert cli.main(["run", str(tmp_path / "none.yaml")]) == 2
+  assert "cannot read spec" in capsys.readouterr().err
+  assert not os.path.exists(runs)
+
+
+def test_the_shipped_specs_load_and_their_configs_check():
+  here = os.path.join(tiny.ROOT, "docs", "results", "experiments")
+  names = sorted(os.listdir(here))
+  assert "carchess_sweep.yaml" in names and "search_nannon.yaml" in names
+  for name in names:
+    spec = spec_lib.load(os.path.join(here, name))
+    spec_lib.check(spec)
+    assert spec.name == name[: -len(".yaml")]

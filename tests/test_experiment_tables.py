@@ -1,0 +1,237 @@
+"""The generated results tables: `anakin-mz experiment tables` rebuilds exactly
+the committed files from the run records in git (so a hand edit fails here),
+the narrative documents hold no table of their own and link every generated
+one, and a bad record or definition is a clear error."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+
+import pytest
+import tiny
+
+from anakin_mz.cli import experiment as cli
+from anakin_mz.experiments import records, tables
+
+RESULTS = os.path.join(tiny.ROOT, "docs", "results")
+DEFS = os.path.join(RESULTS, "tables.yaml")
+OUT = os.path.join(RESULTS, "tables")
+
+
+def test_the_committed_tables_are_exactly_what_the_records_give():
+  assert tables.sync(DEFS, OUT, check=True) == []
+  built = tables.build(DEFS)
+  assert sorted(built) == sorted(os.listdir(OUT))
+  for name, text in built.items():
+    assert text.startswith(tables.HEADER + "\n"), name
+
+
+def test_a_hand_edit_of_a_generated_table_is_caught(tmp_path, capsys):
+  out = str(tmp_path / "tables")
+  shutil.copytree(OUT, out)
+  path = os.path.join(out, "strength.md")
+  text = open(path, encoding="utf-8").read()
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text.replace("| 0.491 |", "| 0.495 |", 1))
+  os.remove(os.path.join(out, "search_nannon.md"))
+  assert cli.main(["tables", "--defs", DEFS, "--out", out, "--check"]) == 1
+  printed = capsys.readouterr()
+  assert (
+    "would be changed strength.md" in printed.out and "would be new search_nannon.md" in printed.out
+  )
+  assert "never the generated files" in printed.err
+  # Without --check the files are rebuilt, then all is in order.
+  assert cli.main(["tables", "--defs", DEFS, "--out", out]) == 0
+  assert tables.sync(DEFS, out, check=True) == []
+  assert open(path, encoding="utf-8").read() == text
+
+
+def test_the_narrative_holds_no_table_and_links_every_generated_one():
+  linked = set()
+  for doc in glob.glob(os.path.join(RESULTS, "*.md")):
+    text = open(doc, encoding="utf-8").read()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert not rows, f"{doc} holds a hand-written table: {rows[0]}"
+    linked |= set(re.findall(r"\]\(tables/([\w.-]+\.md)\)", text))
+  for table in tables.load(DEFS):
+    assert f"{table.name}.md" in linked, f"no document links tables/{table.name}.md"
+    doc = open(os.path.join(RESULTS, table.doc), encoding="utf-8").read()
+    assert f"(tables/{table.name}.md)" in doc, f"{table.doc} does not link {table.name}"
+
+
+def test_every_record_in_git_reads_and_transcribed_rows_say_where_from():
+  paths = glob.glob(os.path.join(RESULTS, "**", "*.jsonl"), recursive=True)
+  assert len(paths) > 20
+  for path in paths:
+    for r in records.read(path):
+      if r.transcribed:
+        assert r.origin.endswith(" at 9faa6f9"), (path, r.variant)
+      else:
+        assert r.origin is None or os.path.exists(os.path.join(tiny.ROOT, r.origin))
+
+
+def _line(**changes) -> str:
+  record = records.RunRecord(
+    experiment="e",
+    variant="v",
+    seed=0,
+    command="anakin-mz train --env=catch",
+    overrides=("train.td_steps=3",),
+    budget=records.Budget(minutes=1.0, updates=8, env_steps=64.0, train_minutes=0.5),
+    evaluation={"measure": "score", "target": 0.5},
+    figures={"score": records.Figure(0.75, 0.5, 1.0), "exact.x": records.Figure(0.25)},
+    device="cpu",
+    commit="abc1234",
+    date="2026-01-01",
+    source="run",
+    origin=None,
+    note="",
+    cells=None,
+  )
+  raw = records.to_dict(record)
+  for key, value in changes.items():
+    if value is KeyError:
+      del raw[key]
+    else:
+      raw[key] = value
+  return json.dumps(raw)
+
+
+def test_records_round_trip_and_bad_lines_name_the_file_and_line(tmp_path):
+  path = str(tmp_path / "r.jsonl")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(_line() + "\n\n")
+  (r,) = records.read(path)
+  assert records.to_line(r) == _line() and r.figures["exact.x"].exact
+  assert not r.figures["score"].exact and r.budget.updates == 8
+  cases = [
+    (_line(date=KeyError), r"r.jsonl:2: the record lacks field\(s\) \['date'\]"),
+    (_line(colour=1), r"r.jsonl:2: the record has unknown field\(s\) \['colour'\]"),
+    (_line(seed="0"), r"r.jsonl:2: field 'seed' must be an integer or null"),
+    (_line(source="guess"), "field 'source' must be one of run, converted, transcribed"),
+    (_line(budget={"minutes": 1}), r"budget lacks field\(s\) \['updates'"),
+    (_line(figures={"s": {"value": 1, "low": 0}}), r"figure 's' lacks field\(s\) \['high'\]"),
+    (_line(figures={"s": {"value": 1, "low": 0, "high": None}}), "give both low and high"),
+    ('{"experiment": "e", ', r"r.jsonl:2: not JSON"),
+    ("[1, 2]", "r.jsonl:2: a record must be a JSON object"),
+  ]
+  for bad, message in cases:
+    with open(path, "w", encoding="utf-8") as f:
+      f.write(_line() + "\n" + bad + "\n")
+    with pytest.raises(records.RecordError, match=message):
+      records.read(path)
+  with pytest.raises(records.RecordError, match="cannot read records file"):
+    records.read(str(tmp_path / "none.jsonl"))
+
+
+def _defs(tmp_path, body: str, lines=()) -> str:
+  with open(tmp_path / "r.jsonl", "w", encoding="utf-8") as f:
+    f.writelines(line + "\n" for line in lines)
+  (tmp_path / "tables.yaml").write_text(body, encoding="utf-8")
+  return str(tmp_path / "tables.yaml")
+
+
+def test_templates_format_figures_intervals_and_missing_cells(tmp_path):
+  lines = [_line(), _line(seed=1, figures={}, note="n"), _line(variant="w", seed=None)]
+  body = (
+    "tables:\n  - name: t\n    title: T\n    doc: d.md\n    records: r.jsonl\n    experiment: e\n"
+    "    variants: [shown=v]\n"
+    "    columns:\n"
+    '      - {head: run, cell: "{variant} {seed}"}\n'
+    '      - {head: score, cell: "{measure:vci.2f}", align: right}\n'
+    '      - {head: ci, cell: "{fig[score]:ci.1f} {fig[exact.x]:ci.1f} {fig[exact.x]:*.2f}"}\n'
+    '      - {head: met, cell: "{met} {target:g} {budget.env_steps:k.3f} {note: (|)}"}\n'
+    "    override: {shown/1: {run: x}}\n"
+  )
+  text = tables.build(_defs(tmp_path, body, lines))["t.md"]
+  assert "| run | score | ci | met |\n| --- | ---: | --- | --- |\n" in text
+  assert "| shown 0 | 0.75 [0.50, 1.00] | [0.5, 1.0] exact **0.25** | yes 0.5 0.064k |" in text
+  assert "| x | | | 0.5 0.064k  (n) |" in text  # no figures: empty cells, the note
+  assert "| w" not in text  # not among the variants
+  # rows: variants puts a variant's seeds side by side.
+  body = (
+    "tables:\n  - name: t\n    title: T\n    doc: d.md\n    records: r.jsonl\n    experiment: e\n"
+    "    rows: variants\n"
+    '    columns: [{head: v, cell: "{variant}: {by[0].measure:.2f}/{by[1].measure:.2f}'
+    '/{by[7].seed}"}]\n'
+  )
+  text = tables.build(_defs(tmp_path, body, lines))["t.md"]
+  assert "| v: 0.75// |\n| w: // |\n" in text
+
+
+@pytest.mark.parametrize(
+  "body, message",
+  [
+    ("nothing: 1", "list under 'tables'"),
+    ("tables: [{name: t, colour: 1}]", r"unknown key\(s\) \['colour'\]"),
+    ("tables: [{name: t, title: T}]", r"missing key\(s\) \['doc', 'records'"),
+    (
+      "tables: [{name: t, title: T, doc: d, records: none.jsonl, experiment: e, columns: [a]}]",
+      "no records file matches 'none.jsonl'",
+    ),
+    (
+      "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e, columns: [a],"
+      " variants: [zz]}]",
+      "no record of variant 'zz'",
+    ),
+    (
+      "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e, columns: [a]}]",
+      "no template, and the row .* is not a transcribed one",
+    ),
+    (
+      "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e,"
+      " columns: [{head: a, cell: '{budget.hours}'}]}]",
+      r"column 'a', row 'v/0': template '\{budget.hours\}' fails: AttributeError",
+    ),
+  ],
+)
+def test_a_bad_definition_is_a_clear_error(tmp_path, body, message):
+  with pytest.raises(ValueError, match=message):
+    tables.build(_defs(tmp_path, body, [_line()]))
+
+
+def test_a_record_missing_a_field_stops_the_tables_command(tmp_path, capsys):
+  body = (
+    "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e,"
+    " columns: [{head: a, cell: '{seed}'}]}]"
+  )
+  defs = _defs(tmp_path, body, [_line(), _line(budget=KeyError)])
+  assert cli.main(["tables", "--defs", defs, "--out", str(tmp_path / "out")]) == 2
+  err = capsys.readouterr().err
+  assert re.search(r"error: .*r\.jsonl:2: the record lacks field\(s\) \['budget'\]", err)
+  assert "Traceback" not in err and not os.path.exists(tmp_path / "out")
+  assert cli.main(["tables", "--defs", str(tmp_path / "none.yaml")]) == 2
+  assert "cannot read table definitions" in capsys.readouterr().err
+
+
+def test_strength_and_compare_write_records_that_read_back(tmp_path):
+  from anakin_mz.experiments import compare, strength
+
+  bar = next(b for b in strength.load_bars() if b.name == "einstein")
+  with open(os.path.join(RESULTS, "strength_runs", "nannon_k5", "seed1", "strength.json")) as f:
+    raw = json.load(f)
+  r = strength.to_record(bar, 1, raw)
+  assert (r.experiment, r.variant, r.seed, r.source) == ("strength", "einstein", 1, "run")
+  assert r.budget.updates == 56000 and r.evaluation["opponent"] == "expectiminimax:2"
+  assert r.figures["exact.greedy_vs_optimal"].exact and r.device is None and r.date is None
+  spec = {
+    "config": "/c.yaml",
+    "overrides": ["train.td_steps=3"],
+    "budget": {"unit": "env_steps", "total": 2e5, "every": 1e5},
+    "eval_games": 8,
+  }
+  row = {"update_step": 4, "env_steps": 64.0, "train_s": 30.0, "exact/greedy_vs_optimal": 0.4}
+  run = compare.RunSpec("ndmz", 1, ("search.num_simulations=8",))
+  config = tiny.tiny_config("catch")
+  c = compare._record(str(tmp_path / "cmp"), run, row, spec, config)
+  assert (c.experiment, c.variant, c.seed) == ("cmp", "ndmz_search.num-simulations-8", 1)
+  assert "--agents=ndmz:search.num_simulations=8 --seeds=1 --env-steps=200000" in c.command
+  assert c.budget.train_minutes == 0.5 and c.figures["exact/greedy_vs_optimal"].value == 0.4
+  path = str(tmp_path / "r.jsonl")
+  records.append(path, r)
+  records.append(path, c)
+  assert records.read(path) == [r, c]
