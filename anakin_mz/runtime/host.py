@@ -131,13 +131,16 @@ def configure(devices: Union[str, int] = "auto") -> str:
 
   Raises:
     ValueError: a bad `devices` value, or JAX already started its backend
-      (the count can no longer change).
+      with another number of CPU devices (the count can no longer change).
   """
   n = parse_devices(devices)
   try:
     jax.config.update("jax_num_cpu_devices", n)
   except RuntimeError as e:
-    raise ValueError(f"cannot set {n} CPU devices: JAX has already started ({e})") from None
+    # Started already (a tool called in-process after other JAX work): fine
+    # where it has the devices asked for, which cannot change any more.
+    if len(jax.devices("cpu")) != n:
+      raise ValueError(f"cannot set {n} CPU devices: JAX has already started ({e})") from None
   # With asynchronous dispatch, the CPU devices of one process run their small
   # kernels at about half speed while another device runs (2,000 steps of an
   # 8 x 32 matmul loop: 2.3x slower on two devices than on one), which the
