@@ -481,3 +481,23 @@ def test_random_models_match_the_reference(payoff, num_players, discount):
         atol=1e-5,
       )
       np.testing.assert_allclose(out.root_value[b], ref.w / ref.n, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_nannon_trains_with_the_papers_tree_and_knobs(tmp_path):
+  """A few tiny updates of Nannon with the paper's tree and model knobs."""
+  import tiny
+
+  from anakin_mz.runtime import run
+
+  cfg = tiny.tiny_config(
+    "nannon",
+    "search.tree=paper",
+    "search.num_simulations=6",
+    "network.normalize_latent=false",
+    "network.dynamics_grad_scale=1",
+    "network.noop_action=true",
+  )
+  rows = []
+  run.train(cfg, logdir=str(tmp_path), max_updates=4, progress=False, on_step=rows.append)
+  assert rows and all(np.isfinite(r["loss"]) for r in rows)
