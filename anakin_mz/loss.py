@@ -6,10 +6,19 @@
 * reward l^r (k = 1..K, from g) and value l^v (k = 0..K, from f): squared
   error for scalar heads; for categorical heads, cross-entropy to the two-hot
   of h(target) (`value_transform`, MooZi 4.3.5/4.3.8).
-* choice policy l^p: cross-entropy to the search visits, only where a player
-  moved (`policy_mask`): the no-op target off-turn is "no loss".
-* chance policy l^c: cross-entropy to the game's chance probabilities, only at
+* choice policy l^p: cross-entropy to the search visits where a player
+  moved (`policy_mask`).
+* chance policy l^c: cross-entropy to the game's chance probabilities at
   chance steps (`chance_mask`).
+* off turn (the choice head where no player moves: chance and terminal
+  states and past the episode's end; the chance head where chance does not
+  act), by default no loss. With a network that has the paper's no-op action
+  (`NetworkConfig.noop_action`), the target there is the no-op, as the paper
+  trains it (3.2: "We use the no-op action as a training target for the
+  choice policy and chance policy when it is not that player's turn to
+  move"): each head's cross-entropy runs over its actions and the no-op,
+  with target one-hot no-op off turn and the visits (chance probabilities)
+  with no-op 0 on turn.
 * identity l^i (k = 1..K, from g): cross-entropy to the true next mover
   (relative player, chance or terminal).
 * L2: `l2 * sum of squared kernels` (biases and norm scales are not decayed).
@@ -108,8 +117,12 @@ def loss_terms(
   mean = lambda x: jnp.mean(jnp.sum(x, axis=-1))
   value = value_loss(outputs.value_logits, batch.target_value, value_head, support_size)
   reward = value_loss(outputs.reward_logits, batch.target_reward, value_head, support_size)
-  policy = optax.softmax_cross_entropy(outputs.policy_logits, batch.target_policy)
-  chance = optax.softmax_cross_entropy(outputs.chance_logits, batch.target_chance)
+  policy = _policy_loss(
+    outputs.policy_logits, outputs.policy_noop_logits, batch.target_policy, batch.policy_mask
+  )
+  chance = _policy_loss(
+    outputs.chance_logits, outputs.chance_noop_logits, batch.target_chance, batch.chance_mask
+  )
   identity = optax.softmax_cross_entropy_with_integer_labels(
     outputs.identity_logits, batch.target_identity
   )
@@ -117,11 +130,24 @@ def loss_terms(
   return {
     "value": mean(value),
     "reward": mean(reward),
-    "policy": mean(jnp.where(batch.policy_mask, policy, 0.0)),
-    "chance": mean(jnp.where(batch.chance_mask, chance, 0.0)),
+    "policy": mean(policy),
+    "chance": mean(chance),
     "identity": mean(identity),
     "identity_accuracy": jnp.mean(hits),
   }
+
+
+def _policy_loss(logits, noop_logits, target, on_turn):
+  """Per-entry `[N, K+1]` cross-entropy of a policy head: to `target` on
+  turn, and off turn 0 (`noop_logits` None) or to the no-op."""
+  if noop_logits is None:
+    return jnp.where(on_turn, optax.softmax_cross_entropy(logits, target), 0.0)
+  full = jnp.concatenate([logits, noop_logits[..., None]], axis=-1)
+  full_target = jnp.concatenate(
+    [jnp.where(on_turn[..., None], target, 0.0), (~on_turn)[..., None].astype(target.dtype)],
+    axis=-1,
+  )
+  return optax.softmax_cross_entropy(full, full_target)
 
 
 def successor_value_loss(

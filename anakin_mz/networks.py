@@ -34,6 +34,13 @@ Three bodies share this interface:
 The latent is min-max scaled to [0, 1] per sample (MuZero appendix G) unless
 `normalize_latent=False` (the NDMZ paper did not scale it).
 
+With `noop_action=True` f's choice- and chance-policy heads have one more
+output each, the paper's no-op action (3.2), which the loss trains where it is
+not that head's player's turn (`anakin_mz.loss`). `predict`, `root` and
+`recurrent` return the A (C) real actions only, so the search's priors are
+the softmax renormalised over them; `unroll` returns the no-op logits apart
+(`UnrollOutput.policy_noop_logits`, `chance_noop_logits`).
+
 Value and reward heads are one scalar ("scalar") or logits over the support
 `[-S, S]` of `h(x)` ("categorical", `anakin_mz.value_transform`). `Network.root`
 and `Network.recurrent` always return scalars; `Network.unroll` returns logits.
@@ -75,7 +82,14 @@ class NetworkConfig:
     support_size: S, the categorical support is the integers [-S, S].
     normalize_latent: min-max scale each latent to [0, 1].
     dynamics_grad_scale: gradient factor entering each dynamics step in
-      `unroll` (MuZero: 0.5).
+      `unroll` (MuZero: 0.5; the NDMZ paper did not scale it: 1).
+    noop_action: the choice- and chance-policy heads get one more output,
+      the paper's no-op action (3.2), and NDMZ's loss trains each head
+      towards it where its player is not to move (the choice head at chance
+      and terminal states and past the episode's end, the chance head at
+      decision and terminal states and past the end) instead of leaving those
+      steps out of the two terms (module doc). Agents that train their own
+      way (alphazero, stochastic_muzero, tdlambda) never train it.
     chance_codes: C, the chance codes of agent stochastic_muzero (0: the
       game's `num_chance_outcomes`); other agents do not read it.
   """
@@ -94,6 +108,7 @@ class NetworkConfig:
   normalize_latent: bool = True
   dynamics_grad_scale: float = 0.5
   chance_codes: int = 0
+  noop_action: bool = False
 
   def __post_init__(self):
     object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -118,6 +133,9 @@ class NetworkConfig:
       )
     if not 0.0 <= self.dynamics_grad_scale <= 1.0:
       raise ValueError(f"dynamics_grad_scale must be in [0, 1], got {self.dynamics_grad_scale}")
+    for name in ("normalize_latent", "noop_action"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
   @property
   def value_size(self) -> int:
@@ -369,15 +387,18 @@ class Network:
     # True: `unroll` runs its K steps as a Python loop (the resnet: see the
     # module docstring); False: a `lax.scan` (smaller program, same numbers).
     self.unroll_loop = config.kind == "resnet"
+    # f's policy heads: the real actions, then the no-op where there is one.
+    noop = int(config.noop_action)
+    heads = (self.num_actions + noop, self.num_chance_outcomes + noop)
     if config.kind in ("mlp", "conv"):
       h = _MLPRepresentation if config.kind == "mlp" else _ConvRepresentation
       self._h = h(config)
       self._g = _MLPDynamics(config, self.num_unified, self.num_identity)
-      self._f = _MLPPrediction(config, self.num_actions, self.num_chance_outcomes)
+      self._f = _MLPPrediction(config, *heads)
     else:
       self._h = _ResRepresentation(config)
       self._g = _ResDynamics(config, self.num_unified, self.num_identity)
-      self._f = _ResPrediction(config, self.num_actions, self.num_chance_outcomes)
+      self._f = _ResPrediction(config, *heads)
 
   # Pieces.
   def init(self, key: chex.PRNGKey) -> Params:
@@ -415,8 +436,11 @@ class Network:
 
   def predict(self, params: Params, embedding: chex.Array):
     """f: latent `[B, ...]` -> (policy logits `[B, A]`, chance logits `[B, C]`,
-    value logits `[B, V]`)."""
-    return self._f.apply(params["f"], embedding)
+    value logits `[B, V]`); without the no-op logits (`noop_action`)."""
+    policy, chance, value = self._f.apply(params["f"], embedding)
+    if self.config.noop_action:
+      policy, chance = policy[..., : self.num_actions], chance[..., : self.num_chance_outcomes]
+    return policy, chance, value
 
   def to_scalar(self, logits: chex.Array) -> chex.Array:
     """`[..., V]` value/reward head output -> `[...]` scalars."""
@@ -465,22 +489,28 @@ class Network:
     """
     actions = jnp.asarray(actions, jnp.int32)
     latent = self.represent(params, observation)
-    policy0, chance0, value0 = self.predict(params, latent)
+    predict = lambda latent: self._f.apply(params["f"], latent)  # with any no-op logits
+    policy0, chance0, value0 = predict(latent)
     scale = self.config.dynamics_grad_scale
 
     def step(latent, action):
       latent, reward, identity = self.dynamics(params, scale_gradient(latent, scale), action)
-      policy, chance, value = self.predict(params, latent)
+      policy, chance, value = predict(latent)
       return latent, (reward, identity, policy, chance, value)
 
     _, (reward, identity, policy, chance, value) = jax.lax.scan(
       step, latent, jnp.swapaxes(actions, 0, 1), unroll=self.unroll_loop
     )
     first = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
+    policy, chance = first(policy0, policy), first(chance0, chance)
+    a, c = self.num_actions, self.num_chance_outcomes
+    noop = self.config.noop_action
     return UnrollOutput(
       value_logits=first(value0, value),
       reward_logits=jnp.swapaxes(reward, 0, 1),
-      policy_logits=first(policy0, policy),
-      chance_logits=first(chance0, chance),
+      policy_logits=policy[..., :a],
+      chance_logits=chance[..., :c],
       identity_logits=jnp.swapaxes(identity, 0, 1),
+      policy_noop_logits=policy[..., a] if noop else None,
+      chance_noop_logits=chance[..., c] if noop else None,
     )

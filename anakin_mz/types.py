@@ -16,7 +16,7 @@ actions in all.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import chex
 import jax
@@ -64,6 +64,10 @@ class UnrollOutput:
     policy_logits: `[B, K+1, A]` choice-policy logits at depths 0..K.
     chance_logits: `[B, K+1, C]` chance-policy logits at depths 0..K.
     identity_logits: `[B, K, P+2]` who acts at depths 1..K.
+    policy_noop_logits, chance_noop_logits: `[B, K+1]` the no-op logit of
+      each policy head (its logits are then `[..., A]` and this, or
+      `[..., C]` and this), or None for a network without the no-op action
+      (`NetworkConfig.noop_action`).
   """
 
   value_logits: chex.Array
@@ -71,6 +75,8 @@ class UnrollOutput:
   policy_logits: chex.Array
   chance_logits: chex.Array
   identity_logits: chex.Array
+  policy_noop_logits: Optional[chex.Array] = None
+  chance_noop_logits: Optional[chex.Array] = None
 
 
 # recurrent_fn(params, rng_key, unified_action [B] int32, embedding) -> ModelOutput

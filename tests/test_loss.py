@@ -101,6 +101,32 @@ def test_exact_terms_with_hand_set_logits():
   np.testing.assert_allclose(t["identity_accuracy"], 2 / 4)
 
 
+def test_noop_targets_off_turn_exact_numbers():
+  """With the no-op logits (`NetworkConfig.noop_action`) every step counts:
+  each head's cross-entropy runs over its A (C) actions and the no-op, with
+  target the no-op where it is not that head's turn."""
+  out = _zeros(1)
+  out["policy_noop_logits"] = jnp.zeros((NB, K + 1))
+  out["chance_noop_logits"] = jnp.zeros((NB, K + 1))
+  t = _terms(out, _batch())
+  # Uniform over A + 1 = 4 (C + 1 = 3) at all 3 steps of both samples.
+  np.testing.assert_allclose(t["policy"], 3 * np.log(4), rtol=1e-6)
+  np.testing.assert_allclose(t["chance"], 3 * np.log(3), rtol=1e-6)
+  # Sample 1, step 1 is a chance step (policy off turn, chance on turn):
+  # no-op logit log 5 there gives p(no-op) = 5/8, CE -log(5/8); sample 0,
+  # step 0 is a decision (target [0.5, 0.5, 0]): a no-op logit log 4 costs
+  # -log(1/7) there. The chance head's no-op at sample 1, step 1 (on turn,
+  # target [0.75, 0.25]) gets logit log 2: CE -log(1/4).
+  out["policy_noop_logits"] = out["policy_noop_logits"].at[1, 1].set(np.log(5.0))
+  out["policy_noop_logits"] = out["policy_noop_logits"].at[0, 0].set(np.log(4.0))
+  out["chance_noop_logits"] = out["chance_noop_logits"].at[1, 1].set(np.log(2.0))
+  t = _terms(out, _batch())
+  np.testing.assert_allclose(
+    t["policy"], (2 * np.log(4) + np.log(7) + 2 * np.log(4) - np.log(5 / 8)) / 2, rtol=1e-6
+  )
+  np.testing.assert_allclose(t["chance"], (5 * np.log(3) + np.log(4)) / 2, rtol=1e-6)
+
+
 def test_categorical_target_is_two_hot_of_h():
   out = _zeros(5)
   z = 3.0  # h(3) = 1.003: 0.997 on 1 and 0.003 on 2
@@ -222,6 +248,31 @@ def test_loss_goes_down_on_a_fixed_catch_batch(value_head):
   )
 
 
+def test_noop_action_in_the_ndmz_loss():
+  """A network with the no-op action trains its chance head towards the
+  no-op at Catch's decision steps (the term is 0 without it), and its
+  choice head's no-op output gets gradient."""
+  env = _catch()
+  batch = _catch_batch(8)
+  net = Network(env, NetworkConfig(hidden=(16,), latent_dim=8, noop_action=True))
+  params = net.init(jax.random.PRNGKey(1))
+  loss_fn = lambda p: ndmz_loss(p, net, batch, LossConfig())
+  (loss, m), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params)
+  assert np.isfinite(loss) and float(m["chance"]) > 0
+  plain = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
+  _, m_plain = jax.jit(lambda p: ndmz_loss(p, plain, batch, LossConfig()))(
+    plain.init(jax.random.PRNGKey(1))
+  )
+  np.testing.assert_array_equal(m_plain["chance"], 0.0)
+  # f's bias vectors: the policy head's (A + 1) and the chance head's (C + 1).
+  biases = [
+    g
+    for path, g in jax.tree_util.tree_flatten_with_path(grads["f"])[0]
+    if path[-1].key == "bias" and g.shape[-1] in (env.num_actions + 1, env.num_chance_outcomes + 1)
+  ]
+  assert len(biases) == 2 and all(abs(float(b[-1])) > 0 for b in biases)
+
+
 def test_l2_counts_kernels_only():
   env = envs.make("catch", rows=4, columns=3)
   net = Network(env, NetworkConfig(hidden=(8,), latent_dim=4))
@@ -328,6 +379,31 @@ def test_successor_value_in_the_ndmz_loss():
   bare = batch.replace(successor_observation=None)
   with pytest.raises(ValueError, match="successor_observation"):
     ndmz_loss(params, net, bare, LossConfig(successor_value_weight=1.0))
+
+
+def test_the_papers_model_knobs_load_from_overrides():
+  """NDMZ paper 4.2 (no latent scaling, no gradient scaling into the
+  dynamics) and 3.2 (no-op targets off turn), and its tree (Appendix A)."""
+  cfg = config_lib.load(
+    tiny.config_path("nannon"),
+    [
+      "network.normalize_latent=false",
+      "network.dynamics_grad_scale=1",
+      "network.noop_action=true",
+      "search.tree=paper",
+    ],
+  )
+  assert cfg.network.normalize_latent is False and cfg.network.dynamics_grad_scale == 1.0
+  assert cfg.network.noop_action is True and cfg.search.tree == "paper"
+  assert config_lib.from_dict(cfg.to_dict()) == cfg
+  for item, message in [
+    ("network.noop_action=maybe", "network.noop_action must be of type bool"),
+    ("search.tree=mcts", r"tree must be one of \('ndmz', 'paper'\)"),
+  ]:
+    with pytest.raises(ValueError, match=message):
+      config_lib.load(tiny.config_path("nannon"), [item])
+  with pytest.raises(ValueError, match="does not support search.tree: paper"):
+    config_lib.load(tiny.config_path("nannon"), ["agent=stochastic_muzero", "search.tree=paper"])
 
 
 def test_successor_value_weight_config():

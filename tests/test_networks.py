@@ -99,6 +99,47 @@ def test_latent_is_min_max_scaled():
   np.testing.assert_allclose(lat.max(axis=1), 1.0, atol=1e-5)
 
 
+def test_latent_is_not_scaled_without_normalize_latent():
+  """The NDMZ paper's setting (4.2: "We did not scale the hidden states")."""
+  env = envs.make("catch", rows=5, columns=3)
+  net = Network(env, NetworkConfig(normalize_latent=False, **TINY))
+  params = net.init(jax.random.PRNGKey(0))
+  lat = np.asarray(net.root(params, _obs(env, jax.random.PRNGKey(2))).embedding)
+  assert lat.min() < -1e-3 or lat.max() > 1.0 + 1e-3
+  assert not np.allclose(lat.min(axis=1), 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["mlp", pytest.param("resnet", marks=pytest.mark.slow)])
+def test_noop_action_adds_one_output_to_each_policy_head(kind):
+  """The paper's no-op action (3.2): f's choice and chance heads have one
+  more output. Inference reads the real actions only, their softmax the full
+  one renormalised; `unroll` gives the no-op logits apart."""
+  env = envs.make("catch", rows=5, columns=3)
+  net = Network(env, NetworkConfig(kind=kind, noop_action=True, **TINY))
+  plain = Network(env, NetworkConfig(kind=kind, **TINY))
+  params = net.init(jax.random.PRNGKey(0))
+  out_sizes = lambda p: sorted(x.shape[-1] for x in jax.tree.leaves(p["f"]))
+  grown = out_sizes(params)
+  base = out_sizes(plain.init(jax.random.PRNGKey(0)))
+  assert len(grown) == len(base) and sum(grown) == sum(base) + 4  # 2 kernels + 2 biases
+  obs = _obs(env, jax.random.PRNGKey(1))
+  actions = jnp.array([[0, 3], [2, 4], [1, 1]], jnp.int32)
+  root = net.root(params, obs)
+  assert root.policy_logits.shape == (B, 3) and root.chance_logits.shape == (B, 3)
+  out = net.unroll(params, obs, actions)
+  assert out.policy_logits.shape == (B, K + 1, 3) and out.policy_noop_logits.shape == (B, K + 1)
+  assert out.chance_logits.shape == (B, K + 1, 3) and out.chance_noop_logits.shape == (B, K + 1)
+  np.testing.assert_allclose(out.policy_logits[:, 0], root.policy_logits, rtol=1e-5, atol=1e-6)
+  full = jnp.concatenate([out.policy_logits, out.policy_noop_logits[..., None]], axis=-1)
+  np.testing.assert_allclose(
+    jax.nn.softmax(full)[..., :3] / jnp.sum(jax.nn.softmax(full)[..., :3], -1, keepdims=True),
+    jax.nn.softmax(out.policy_logits),
+    rtol=1e-5,
+  )
+  rest = plain.unroll(plain.init(jax.random.PRNGKey(0)), obs, actions)
+  assert rest.policy_noop_logits is None and rest.chance_noop_logits is None
+
+
 def test_scale_gradient():
   f = lambda x: jnp.sum(scale_gradient(x, 0.5) ** 2)
   x = jnp.array([1.0, -2.0])
@@ -161,6 +202,8 @@ def test_config_errors():
     NetworkConfig(conv_channels=(16, 0))
   assert NetworkConfig(conv_channels=[8]).conv_channels == (8,)
   assert NetworkConfig(hidden=[8, 8]).hidden == (8, 8)  # lists from YAML
+  with pytest.raises(ValueError, match="noop_action must be true or false"):
+    NetworkConfig(noop_action="yes")
   hash(NetworkConfig())
 
 

@@ -43,6 +43,7 @@ def _run(*args, cwd=ROOT, timeout=300):
     (["--env=catch", "train.batchsize=3"], "unknown key(s) train.batchsize"),
     (["--env=catch", "train.batch_size=-3"], "batch_size must be >= 1"),
     (["--env=catch", "search.chance_mode=guess"], "chance_mode must be one of"),
+    (["--env=nannon", "search.tree=papr"], "tree must be one of ('ndmz', 'paper'), got 'papr'"),
     (["--env=catch", "--config=/nonexistent.yaml"], "does not exist"),
     (["--env=catch", "--config=nosuch"], "shipped configs: breakthrough, carchess, catch,"),
     (["--env=catch", "--config=nannon"], "--env=catch but config 'nannon' is for env 'nannon'"),

@@ -635,6 +635,8 @@ def check(config) -> None:
     "search.root: gumbel (it searches with mctx.stochastic_muzero_policy's PUCT)": (
       config.search.root != "puct"
     ),
+    "search.tree: paper (the NDMZ paper's tree; it searches with "
+    "mctx.stochastic_muzero_policy's)": config.search.tree != "ndmz",
     "train.reanalyse_fraction > 0": config.train.reanalyse_fraction > 0,
     "network.kind: resnet (use mlp or conv)": config.network.kind == "resnet",
   }

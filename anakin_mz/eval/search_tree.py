@@ -18,7 +18,8 @@ from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as agent_lib
 from anakin_mz.search import mover_sign
 
-KIND_NAMES = {0: "choice", 1: "chance", 2: "terminal"}
+# 3: the identity nodes of the paper's tree (`search.tree: paper`).
+KIND_NAMES = {0: "choice", 1: "chance", 2: "terminal", 3: "identity"}
 
 
 @dataclasses.dataclass
@@ -123,6 +124,10 @@ def build_tree(env, state, out, root_player: int) -> Dict[int, Node]:
           edge = f"a{slot} {env.game.action_to_string(s.game, int(slot))}"
           if bool(s.legal_action_mask[slot]):
             nxt = step(s, np.int32(slot))
+      elif kinds[n] == 3:  # the class drawn: the same state, its mover named
+        edge = f"is P{(root_player + int(slot)) % num_players}" if slot < num_players else ""
+        edge = edge or ("is chance" if slot == num_players else "is terminal")
+        nxt = s
       elif kinds[n] == 1:
         edge = f"chance {slot}"
         if (
@@ -154,7 +159,7 @@ def build_tree(env, state, out, root_player: int) -> Dict[int, Node]:
       todo.append(c)
   # A predicted node whose kind disagrees with the true state is a delusion.
   for n, node in nodes.items():
-    if n and node.real != "delusion":
+    if n and node.real != "delusion" and node.kind != "identity":
       predicted = node.kind.split()[0]
       actual = node.real.split()[0]
       if {"choice": "decision"}.get(predicted, predicted) != actual or (

@@ -52,6 +52,14 @@ needed. With a model that strictly alternates two players and never predicts
 chance or terminal, this search makes exactly the choices of
 `mctx.muzero_policy` with discount -1 (tested).
 
+The paper's tree (`config.tree="paper"`, `paper`). The NDMZ paper's
+Appendix A pseudocode on the same arrays, with a simulation loop of its own:
+an identity node after every choice and chance edge whose class is drawn by
+roulette again at every visit, a backup only when a simulation ends at a
+choice or terminal node, and no rewards (a terminal node backs up the value of
+the closest choice node above it). PUCT root only. `SearchConfig.tree` and
+`anakin_mz.search.paper` say how it differs from the tree above.
+
 Gumbel root (`config.root="gumbel"`, `gumbel`). The root runs Gumbel MuZero's
 sequential halving (`mctx.gumbel_muzero_policy`, Danihelka et al. 2022) over
 Gumbel-perturbed logits of its legal actions, and every interior choice node

@@ -14,6 +14,7 @@ PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
 _ROOTS = ("puct", "gumbel")
+TREES = ("ndmz", "paper")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +76,29 @@ class SearchConfig:
       term outweighs the prior (docs/results/search.md). NDMZ's and
       AlphaZero's search read it; Stochastic MuZero searches with
       `mctx.stochastic_muzero_policy`, whose Q scaling is mctx's min-max.
+    tree: which tree the simulations grow. "ndmz" (the default, this
+      project's): a node's kind is drawn from the identity head once, when
+      the node is expanded; every simulation backs up; Q adds the predicted
+      rewards. "paper": the NDMZ paper's tree (3.3 and the Appendix A
+      pseudocode), which differs in three ways: (1) an *identity node*
+      follows every choice and chance edge, its children one per identity
+      class (each relative player's choice node, a chance node, a terminal
+      node), and a child is drawn by roulette on the identity head at
+      *every* visit (`identity_mode="argmax"` takes the most likely class
+      instead), so one state can grow both a choice and a chance subtree;
+      (2) only a simulation that ends at a choice or a terminal node backs
+      up: one that ends by expanding an identity or a chance node backs up
+      nothing (and counts no visit), and every expansion, model call or
+      not, takes one simulation; (3) rewards are ignored (the paper's
+      pseudocode is for board games): a choice leaf backs up its value, the
+      value f gave at its identity parent, and a terminal leaf, which is
+      never expanded, backs up the value of the closest choice node above
+      it (the root's is the root's value). Per-edge `discount` still
+      applies on the model's edges (1 in the paper). The choice rule stays
+      this config's PUCT (with the node's visits, 1 + the children's, under
+      the square root; the paper writes the children's sum, 0 at a node's
+      first selection). "paper" needs `root="puct"` and `max_depth=None`.
+      `search_tree.embeddings.kind` is then 3 at identity nodes.
     discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
       it must be the discount of the value targets the model learned
       (`Config` sets it from its one `discount`). Below 1 it makes quick
@@ -100,6 +124,7 @@ class SearchConfig:
   chance_mode: str = "sample"
   terminal_nodes: bool = True
   value_bounds: Optional[Tuple[float, float]] = None
+  tree: str = "ndmz"
   discount: float = 1.0
 
   def __post_init__(self):
@@ -125,6 +150,24 @@ class SearchConfig:
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
     self._check_root()
     self._check_value_bounds()
+    self._check_tree()
+
+  def _check_tree(self):
+    if self.tree not in TREES:
+      raise ValueError(f"tree must be one of {TREES}, got {self.tree!r}")
+    if self.tree != "paper":
+      return
+    if self.root != "puct":
+      raise ValueError(
+        f"tree 'paper' runs with root 'puct' only, got root {self.root!r}: sequential "
+        "halving counts one visit per simulation, and the paper's tree backs up only "
+        "the simulations that end at a choice or terminal node"
+      )
+    if self.max_depth is not None:
+      raise ValueError(
+        f"tree 'paper' has no depth limit (the paper's has none), got max_depth="
+        f"{self.max_depth!r}: leave max_depth null"
+      )
 
   def _check_value_bounds(self):
     bounds = self.value_bounds
@@ -202,7 +245,10 @@ class SearchOutput:
       root mover's POV with discount `config.discount`.
       `search_tree.embeddings` is a `_Node` with fields `embedding` (the
       user's), `kind` `[B, N]` (0 choice, 1 chance, 2 terminal) and `player`
-      `[B, N]` (relative player of choice nodes, 0 otherwise).
+      `[B, N]` (relative player of choice nodes, 0 otherwise). With
+      `tree="paper"`: `S = max(A, C, P + 2)`, kind 3 marks identity nodes,
+      the rewards are 0 and the `_Node` is a `paper._PaperNode` (the same
+      fields and more).
   """
 
   action: chex.Array

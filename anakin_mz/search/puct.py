@@ -1,7 +1,7 @@
 """The NDMZ search with the PUCT root (`ndmz_search`, which hands a
-`config.root="gumbel"` search to `gumbel`): the root prior with Dirichlet
-noise, PUCT at every choice node and the move drawn from the root's visits.
-See `anakin_mz.search`."""
+`config.root="gumbel"` search to `gumbel`, and grows a `config.tree="paper"`
+tree with `paper`): the root prior with Dirichlet noise, PUCT at every choice
+node and the move drawn from the root's visits. See `anakin_mz.search`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import mctx
 
 from anakin_mz.search.config import PAYOFFS, SearchConfig, SearchOutput
 from anakin_mz.search.gumbel import _gumbel_search
+from anakin_mz.search.paper import run_paper_tree
 from anakin_mz.search.tree import (
   _interior_invalid,
   _logits_from_probs,
@@ -117,8 +118,27 @@ def ndmz_search(
     )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
+  if config.tree == "paper":  # an identity node has P + 2 children
+    num_slots = max(num_slots, num_players + 2)
   root_prior = _pad(add_root_noise(dirichlet_key, root.policy_logits, legal, config), num_slots)
   root_invalid = _pad(invalid.astype(root_prior.dtype), num_slots, 1.0)
+  if config.tree == "paper":
+    tree = run_paper_tree(
+      params,
+      search_key,
+      root,
+      recurrent_fn,
+      root_prior=root_prior,
+      root_invalid=root_invalid,
+      choice=functools.partial(_puct_slot, num_actions=num_actions, config=config),
+      num_actions=num_actions,
+      num_outcomes=num_outcomes,
+      num_slots=num_slots,
+      num_players=num_players,
+      flip_opponents=flip_opponents,
+      config=config,
+    )
+    return search_output(rng_key, tree, root.policy_logits, legal, temperature)
   select = functools.partial(
     _select,
     choice=functools.partial(_puct_slot, num_actions=num_actions, config=config),
