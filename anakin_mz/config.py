@@ -433,16 +433,24 @@ def shipped_path(filename: str) -> str:
   return str(importlib.resources.files("anakin_mz").joinpath("configs", *filename.split("/")))
 
 
+# Folders of anakin_mz/configs/ whose files are training configs too, named
+# `FOLDER/NAME` (the NDMZ paper's protocol: "paper/ndmz_636"). `kinds/` is
+# not one: its bases are reached through `extends` and `default_source`.
+SHIPPED_FOLDERS = ("paper",)
+
+
 def shipped() -> Tuple[str, ...]:
-  """The names of the shipped training configs, sorted (e.g. "nannon_12_5_6")."""
-  files = importlib.resources.files("anakin_mz").joinpath("configs").iterdir()
-  return tuple(
-    sorted(
-      f.name[: -len(".yaml")]
-      for f in files
+  """The names of the shipped training configs, sorted (e.g. "nannon_12_5_6",
+  "paper/ndmz_636")."""
+  root = importlib.resources.files("anakin_mz").joinpath("configs")
+  names = []
+  for prefix, folder in [("", root)] + [(f + "/", root.joinpath(f)) for f in SHIPPED_FOLDERS]:
+    names += [
+      prefix + f.name[: -len(".yaml")]
+      for f in folder.iterdir()
       if f.is_file() and f.name.endswith(".yaml") and f.name not in _NOT_CONFIGS
-    )
-  )
+    ]
+  return tuple(sorted(names))
 
 
 def resolve(config: str) -> str:
