@@ -4,6 +4,8 @@
         --env-steps 2e6 --every 2e5 --out runs/compare_nannon
     anakin-mz compare --env nannon --config nannon_12_5_6 \\
         --agents ndmz,alphazero,tdlambda --minutes 60 --every 10 --out runs/compare_12_5_6
+    anakin-mz compare --env nannon --config paper/nannon_636_ndmz --agents ndmz \\
+        --games 30000 --every 300 --score paper --eval-games 1000 --out runs/paper_636
     anakin-mz compare --report-only --out runs/compare_nannon
     anakin-mz compare --merge runs/cmp_s0 runs/cmp_s1 --out runs/cmp  # one report
 
@@ -12,9 +14,14 @@ Each run (agent x seed) is an ordinary run directory `<out>/<agent>_s<seed>`
 it). On the schedule (`--every`, and at the start) each run is scored: the
 game's exact evaluators on the greedy network policy (Nannon: exact win
 probability against the optimal and the random player), the greedy search
-agent against random in a match, and the paper's dynamics tests. The results
-go to `<out>/compare.md` (tables at equal env steps and at equal wall-clock),
-`<out>/figure2.png` and `<out>/figure3_<run>.png`.
+agent against random in a match, and the paper's dynamics tests. With
+`--score paper` each run is scored as the NDMZ paper scores every agent, by
+its own search play: matches against each of `--score-opponents` (Wilson
+intervals), with the exact scores of `--exact` policies beside them. With
+`--games N --every 300` the budget is self-play games and the schedule the
+paper's rounds of 300 games. The results go to `<out>/compare.md` (tables at
+equal env steps and at equal wall-clock, and by round), `<out>/figure2.png`
+and `<out>/figure3_<run>.png`.
 
 Run the same command again to resume (each run continues from its last
 checkpoint). An agent entry may carry overrides of its own:
@@ -48,8 +55,26 @@ def main(argv=None, prog=None) -> int:
   budget = parser.add_mutually_exclusive_group()
   budget.add_argument("--env-steps", type=options.real, help="budget: env steps per run")
   budget.add_argument("--minutes", type=options.real, help="budget: training minutes per run")
+  budget.add_argument("--games", type=options.real, help="budget: self-play games per run")
   parser.add_argument(
-    "--every", type=options.real, help="score every this many env steps / minutes"
+    "--every", type=options.real, help="score every this many env steps / minutes / games"
+  )
+  parser.add_argument(
+    "--score",
+    choices=("run", "paper"),
+    default="run",
+    help="run: the training loop's evaluation; paper: the agent's search play (default run)",
+  )
+  parser.add_argument(
+    "--score-opponents",
+    default="optimal,random",
+    help="--score paper: the bots its search plays, comma-separated (default optimal,random)",
+  )
+  parser.add_argument(
+    "--exact",
+    default="greedy,search,value",
+    help="--score paper: the policies the game's exact evaluators score, comma-separated, of "
+    "greedy, search, value (empty: none; default all three)",
   )
   parser.add_argument("--eval-games", type=int, default=500, help="match games per score (even)")
   parser.add_argument("--out", required=True, help="the comparison's directory")
@@ -69,7 +94,16 @@ def main(argv=None, prog=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
+  import jax
+
   from anakin_mz.experiments import compare
+
+  # A comparison compiles the same training step and scoring programs again
+  # for every chunk and every scored point: XLA's persistent cache turns
+  # each repeat into a read.
+  cache = os.environ.get("ANAKIN_MZ_CACHE") or os.path.expanduser("~/.cache/anakin_mz")
+  jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "xla"))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
   if args.report_only or args.merge:
     try:
@@ -95,17 +129,28 @@ def main(argv=None, prog=None) -> int:
     parser.error("--env is required (unless --report-only)")
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
-  if (args.env_steps is None) == (args.minutes is None):
-    parser.error("give one budget: --env-steps N or --minutes M")
+  given = [b for b in (args.env_steps, args.minutes, args.games) if b is not None]
+  if len(given) != 1:
+    parser.error("give one budget: --env-steps N, --minutes M or --games G")
   if args.every is None:
-    parser.error("--every is required: score every this many env steps (or minutes)")
+    parser.error("--every is required: score every this many env steps (or minutes, or games)")
   try:
     seeds = [int(s) for s in args.seeds.split(",")]
   except ValueError:
     parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
   try:
-    unit = "env_steps" if args.env_steps is not None else "minutes"
-    plan = compare.Budget(unit, args.env_steps or args.minutes, args.every)
+    unit = (
+      "env_steps"
+      if args.env_steps is not None
+      else ("minutes" if args.minutes is not None else "games")
+    )
+    plan = compare.Budget(unit, given[0], args.every)
+    scoring = None
+    if args.score == "paper":
+      scoring = compare.PaperScoring(
+        opponents=tuple(o for o in args.score_opponents.split(",") if o),
+        exact=tuple(p for p in args.exact.split(",") if p),
+      )
     runs = compare.parse_runs(args.agents, seeds)
     base, path, overrides = config_lib.load_for_env(args.env, args.config, args.overrides)
   except ValueError as e:
@@ -114,7 +159,16 @@ def main(argv=None, prog=None) -> int:
   print(f"devices: {devices}", flush=True)
   title = f"{base.env} {dict(base.env_params)}: {args.agents}, seeds {args.seeds}"
   try:
-    compare.compare(path, overrides, runs, plan, args.out, eval_games=args.eval_games, title=title)
+    compare.compare(
+      path,
+      overrides,
+      runs,
+      plan,
+      args.out,
+      eval_games=args.eval_games,
+      title=title,
+      scoring=scoring,
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

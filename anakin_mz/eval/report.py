@@ -35,10 +35,15 @@ AGENT_KINDS = ("search", "greedy", "value")
 
 
 def scorable_policies(agent_kind: str) -> Tuple[str, ...]:
-  """The policies of an `agent_kind` evaluation that the game's extra
-  evaluators can score (`evaluate_checkpoint`'s `extra_policies`): the
-  greedy network policy and the search, and the value player where it plays."""
+  """The policies the game's extra evaluators score by default in an
+  `agent_kind` evaluation (`evaluate_checkpoint`'s `extra_policies=None`):
+  the greedy network policy and the search, and the value player where it
+  plays. Any of `EXTRA_POLICIES` may be asked for by name."""
   return ("greedy", "search") + (("value",) if agent_kind == "value" else ())
+
+
+# Every policy the extra evaluators can score, whatever plays the match.
+EXTRA_POLICIES = ("greedy", "search", "value")
 
 
 def evaluate_checkpoint(
@@ -77,13 +82,12 @@ def evaluate_checkpoint(
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:
     raise ValueError(f"--simulations must be >= 1, got {simulations}")
-  scorable = scorable_policies(agent_kind)
   if extra_policies is not None:
-    unknown = [n for n in extra_policies if n not in scorable]
+    unknown = [n for n in extra_policies if n not in EXTRA_POLICIES]
     if unknown or not extra_policies:
       raise ValueError(
-        f"--extra-policies {','.join(extra_policies)!r}: the extra evaluators of "
-        f"--agent {agent_kind} score a non-empty subset of {', '.join(scorable)}"
+        f"--extra-policies {','.join(extra_policies)!r}: the extra evaluators "
+        f"score a non-empty subset of {', '.join(EXTRA_POLICIES)}"
       )
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
@@ -98,8 +102,8 @@ def evaluate_checkpoint(
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
   policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
-  if agent_kind == "value":  # only on request: the extra evaluators score it too
-    policies["value"] = agent.value_policy()
+  if agent_kind == "value" or "value" in (extra_policies or ()):
+    policies["value"] = agent.value_policy()  # only on request: one more table to score
   policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)

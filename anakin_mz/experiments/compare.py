@@ -44,14 +44,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from anakin_mz import config as config_lib
+from anakin_mz.experiments.compare_report import FIGURE3_METRICS as FIGURE3_METRICS
+from anakin_mz.experiments.compare_report import _is_headline, references, write_report
+from anakin_mz.experiments.compare_report import figures as figures
+from anakin_mz.experiments.compare_report import markdown as markdown
+from anakin_mz.experiments.compare_report import score_keys as score_keys
 from anakin_mz.experiments import records as records_lib
 
 DEFAULT_AGENT = "ndmz"  # the only agent of a config without an `agent` key
 SPEC_FILE = "compare.json"
 ROWS_FILE = "compare.jsonl"
 RECORDS_FILE = "records.jsonl"
-# The paper's two dynamics tests (Figure 3).
-FIGURE3_METRICS = ("top_move", "uniform")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,18 +72,23 @@ class RunSpec:
     return f"{self.agent}{'_' + extra if extra else ''}_s{self.seed}"
 
 
+BUDGET_UNITS = ("env_steps", "minutes", "games")
+
+
 @dataclasses.dataclass(frozen=True)
 class Budget:
-  """What every run gets: `total` env steps or minutes (`unit`), scored
-  every `every` of the same unit (and at the start)."""
+  """What every run gets: `total` env steps, minutes or self-play games
+  (`unit`), scored every `every` of the same unit (and at the start). With
+  games, `every` is the NDMZ paper's round (300 games): each run trains
+  until its games reach the next point, to the step (`run.train`'s `stop`)."""
 
-  unit: str  # "env_steps" | "minutes"
+  unit: str  # one of BUDGET_UNITS
   total: float
   every: float
 
   def __post_init__(self):
-    if self.unit not in ("env_steps", "minutes"):
-      raise ValueError(f"budget unit must be 'env_steps' or 'minutes', got {self.unit!r}")
+    if self.unit not in BUDGET_UNITS:
+      raise ValueError(f"budget unit must be one of {BUDGET_UNITS}, got {self.unit!r}")
     if not self.total > 0:
       raise ValueError(f"the budget must be > 0, got {self.total}")
     if not 0 < self.every <= self.total:
@@ -198,6 +206,63 @@ def score_checkpoint(run_dir: str, num_games: int, key: jax.Array) -> Dict[str, 
   return run.evaluate(agent, agent.params, key, num_games)
 
 
+@dataclasses.dataclass(frozen=True)
+class PaperScoring:
+  """The NDMZ paper's scoring of every agent by its own play (section 4.2):
+  its search player's match against each of `opponents` (bots of the game,
+  `games` each, both seats, Wilson intervals), and beside it the game's
+  exact evaluators on each of `exact` ("greedy", "search", "value": the
+  greedy head, the search table, the value head in a 1-ply expectimax)."""
+
+  opponents: Tuple[str, ...] = ("optimal", "random")
+  exact: Tuple[str, ...] = ("greedy", "search", "value")
+
+  def __post_init__(self):
+    from anakin_mz.eval.report import EXTRA_POLICIES
+
+    if not self.opponents:
+      raise ValueError("the paper's scoring needs at least one opponent (e.g. optimal,random)")
+    unknown = [p for p in self.exact if p not in EXTRA_POLICIES]
+    if unknown:
+      raise ValueError(
+        f"exact policies {unknown} unknown: they are a subset of {', '.join(EXTRA_POLICIES)}"
+      )
+
+
+def score_paper(
+  run_dir: str, num_games: int, key: jax.Array, scoring: PaperScoring
+) -> Dict[str, float]:
+  """`PaperScoring` of the latest checkpoint of `run_dir`: `match/search_vs_<opp>`
+  (the win rate) with `_low`/`_high` (its 95 % Wilson interval),
+  `exact/<policy>_vs_<opp>`, and the dynamics tests where the model has
+  NDMZ's heads."""
+  from anakin_mz.eval import dynamics, report
+  from anakin_mz.runtime import restore as agent_lib
+
+  directory = os.path.join(run_dir, "checkpoints")
+  seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+  out: Dict[str, float] = {}
+  for i, opponent in enumerate(scoring.opponents):
+    result = report.evaluate_checkpoint(
+      directory,
+      opponent=opponent,
+      games=num_games,
+      seed=seed + i,
+      extra=i == 0 and bool(scoring.exact),
+      extra_policies=scoring.exact or None,
+    )
+    win = result["wdl"]["win"]
+    out[f"match/search_vs_{opponent}"] = float(win["rate"])
+    out[f"match/search_vs_{opponent}_low"] = float(win["low"])
+    out[f"match/search_vs_{opponent}_high"] = float(win["high"])
+    for name, value in result.get("exact", {}).items():
+      out[f"exact/{name}"] = float(value)
+  agent = agent_lib.load_agent(directory)
+  if agent.spec.capabilities.dynamics_tests:
+    out.update({k: float(v) for k, v in dynamics.learner_hook(agent, agent.params).items()})
+  return out
+
+
 class Interrupted(Exception):
   """A signal stopped a run's training chunk (its checkpoint is saved)."""
 
@@ -215,11 +280,14 @@ def compare(
   *,
   eval_games: int = 500,
   title: str = "",
+  scoring: Optional[PaperScoring] = None,
   say=_say,
 ) -> Dict[str, List[Dict[str, object]]]:
   """Trains and scores every run to the budget (see the module doc);
   resumes what `out` already holds; rewrites the report (`write_report`)
-  after each round of the schedule. Returns {label: rows}.
+  after each round of the schedule. Each point is scored by `run.evaluate`
+  (the training loop's evaluation), or with `scoring` the NDMZ paper's way
+  (`score_paper`). Returns {label: rows}.
 
   Raises:
     ValueError: bad settings, or `out` holding a comparison with other
@@ -230,6 +298,12 @@ def compare(
   if eval_games < 2 or eval_games % 2:
     raise ValueError(f"eval games must be an even number >= 2, got {eval_games}")
   configs = {s.label: run_config(config_path, overrides, s, budget) for s in runs}
+  if scoring is not None:  # an unknown opponent fails now, not after the first chunk
+    from anakin_mz.eval import opponents
+
+    env = next(iter(configs.values())).make_env()
+    for opponent in scoring.opponents:
+      opponents.make_opponent(opponent, env)
   spec = {
     "config": os.path.abspath(config_lib.resolve(config_path)),
     "overrides": list(overrides),
@@ -237,16 +311,27 @@ def compare(
     "budget": dataclasses.asdict(budget),
     "eval_games": eval_games,
   }
+  if scoring is not None:  # (absent otherwise: older comparisons resume)
+    spec["scoring"] = dataclasses.asdict(scoring)
   spec = json.loads(json.dumps(spec))  # as it reads back (tuples as lists)
   _check_spec(out, spec, title)
   reference = references(next(iter(configs.values())))
   rows = {s.label: read_rows(os.path.join(out, s.label)) for s in runs}
   seconds = {label: (r[-1]["train_s"] if r else 0.0) for label, r in rows.items()}
 
-  def chunk(s: RunSpec, max_updates: int, max_minutes: Optional[float]) -> None:
-    """Trains one chunk, scores its checkpoint, appends the row."""
+  def chunk(
+    s: RunSpec, max_updates: int, max_minutes: Optional[float], games: Optional[float] = None
+  ) -> None:
+    """Trains one chunk (to `games` self-play games where given), scores its
+    checkpoint, appends the row."""
     label, run_dir = s.label, os.path.join(out, s.label)
     config = configs[label]
+    played = [rows[label][-1].get("games", 0.0) if rows[label] else 0.0]
+
+    def stop(step_row) -> bool:
+      played[0] += step_row["episodes"]
+      return games is not None and played[0] >= games
+
     t0 = time.perf_counter()
     result = run_lib.train(
       config,
@@ -255,6 +340,7 @@ def compare(
       max_updates=max_updates,
       max_minutes=max_minutes,
       progress=False,
+      stop=stop,
     )
     if result.history:
       seconds[label] += result.history[-1]["wall_s"]
@@ -264,13 +350,17 @@ def compare(
     env_steps = float(jnp.sum(result.state.env_steps))
     t1 = time.perf_counter()
     key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 7919), step)
-    scores = score_checkpoint(run_dir, eval_games, key)
+    if scoring is None:
+      scores = score_checkpoint(run_dir, eval_games, key)
+    else:
+      scores = score_paper(run_dir, eval_games, key, scoring)
     row = {
       "label": label,
       "agent": s.agent,
       "seed": s.seed,
       "update_step": step,
       "env_steps": env_steps,
+      "games": played[0],
       "train_s": seconds[label],
       "score_s": time.perf_counter() - t1,
       "chunk_s": t1 - t0,
@@ -330,6 +420,9 @@ def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
 
 
 def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None:
+  def total_of(s: RunSpec) -> int:
+    return configs[s.label].train.total_updates
+
   for s in runs:
     if not rows[s.label]:
       chunk(s, 0, None)
@@ -337,7 +430,11 @@ def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None
   for point in budget.points():
     for s in runs:
       last = rows[s.label][-1]
-      if budget.unit == "env_steps":
+      if budget.unit == "games":
+        if last.get("games", 0.0) >= point or last["update_step"] >= total_of(s):
+          continue
+        chunk(s, total_of(s), None, games=point)
+      elif budget.unit == "env_steps":
         if last["env_steps"] >= point:
           continue
         rate = _measured_rate(rows[s.label]) or env_steps_per_update(configs[s.label])
@@ -467,221 +564,3 @@ def load_rows(out: str) -> Dict[str, List[Dict[str, object]]]:
   spec = read_spec(out)
   labels = [_label(r) for r in spec["runs"]]
   return {label: read_rows(os.path.join(out, label)) for label in labels}
-
-
-# ---------------------------------------------------------------- report ----
-
-
-def _is_headline(key: str) -> bool:
-  """Win rates worth a column: the exact evaluators' and the match's."""
-  if key.startswith("dynamics/"):
-    return False
-  return key.endswith("win_rate") or bool(re.search(r"_vs_[A-Za-z0-9]+$", key))
-
-
-def score_keys(rows: Dict[str, List[Dict[str, object]]]) -> List[str]:
-  """The headline scores present, exact evaluators first."""
-  keys = sorted({k for rs in rows.values() for r in rs for k in r if _is_headline(k)})
-  return sorted(keys, key=lambda k: (k.startswith("eval/"), k))
-
-
-def _interp(rows, x_key: str, y_key: str, x: float) -> Optional[float]:
-  xs = np.array([r[x_key] for r in rows if y_key in r], np.float64)
-  ys = np.array([r[y_key] for r in rows if y_key in r], np.float64)
-  if len(xs) == 0 or x > xs[-1] + 1e-9 or x < xs[0] - 1e-9:
-    return None
-  return float(np.interp(x, xs, ys))
-
-
-def _short(key: str) -> str:
-  return key.split("/", 1)[-1]
-
-
-def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: str = "") -> str:
-  """The comparison as Markdown: the last scored point of each run, then
-  the scores at equal env steps and at equal wall-clock (linear
-  interpolation between scored points; an empty cell is past that run's
-  last point)."""
-  keys = score_keys(rows)
-  dyn = sorted(
-    {k for rs in rows.values() for r in rs for k in r if k.startswith("dynamics/")},
-    key=_dyn_order,
-  )
-  dyn = [k for k in dyn if _dyn_metric(k) in FIGURE3_METRICS]
-  lines = [f"## {title}", ""] if title else []
-  head = ["run", "agent", "seed", "updates", "env steps", "train min"] + [_short(k) for k in keys]
-  lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-  for label, rs in rows.items():
-    if not rs:
-      continue
-    r = rs[-1]
-    cells = [label, str(r["agent"]), str(r["seed"]), str(r["update_step"])]
-    cells += [f"{r['env_steps']:.0f}", f"{r['train_s'] / 60:.1f}"]
-    cells += [f"{r[k]:.4f}" if k in r else "" for k in keys]
-    lines.append("| " + " | ".join(cells) + " |")
-  for x_key, name, fmt, grid in (
-    ("env_steps", "env steps", "{:.0f}", _grid(rows, "env_steps", 1.0)),
-    ("train_s", "train minutes", "{:.1f}", _grid(rows, "train_s", 1 / 60)),
-  ):
-    for k in keys[:2]:  # the exact scores (the first two) at equal budget
-      lines += ["", f"{_short(k)} at equal {name}:", ""]
-      labels = [label for label, rs in rows.items() if rs]
-      lines += ["| " + name + " | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
-      for x in grid:
-        cells = []
-        for label in labels:
-          v = _interp(rows[label], x_key, k, x)
-          cells.append("" if v is None else f"{v:.4f}")
-        shown = x / 60 if x_key == "train_s" else x
-        lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
-  if dyn:
-    lines += ["", "dynamics tests at the last scored point (success rate by depth k):", ""]
-    head = ["run"] + [_short(k) for k in dyn]
-    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for label, rs in rows.items():
-      if rs and any(k in rs[-1] for k in dyn):
-        lines.append(
-          "| "
-          + label
-          + " | "
-          + " | ".join(f"{rs[-1].get(k, float('nan')):.3f}" for k in dyn)
-          + " |"
-        )
-  return "\n".join(lines) + "\n"
-
-
-def _grid(rows, x_key: str, scale: float, points: int = 6) -> List[float]:
-  """`points` evenly spaced x values up to the smallest final x over runs
-  (where every run has a score), from 0."""
-  ends = [rs[-1][x_key] for rs in rows.values() if rs]
-  if not ends or min(ends) <= 0:
-    return [0.0]
-  end = min(ends)
-  return [end * i / (points - 1) for i in range(points)]
-
-
-def _dyn_metric(key: str) -> str:
-  m = re.match(r"dynamics/(.+)_k(\d+)$", key)
-  return m[1] if m else ""
-
-
-def _dyn_order(key: str):
-  m = re.match(r"dynamics/(.+)_k(\d+)$", key)
-  return (m[1], int(m[2])) if m else (key, 0)
-
-
-def figures(
-  rows: Dict[str, List[Dict[str, object]]],
-  out: str,
-  reference: Optional[Dict[str, float]] = None,
-) -> List[str]:
-  """Figure 2 style (`figure2.png`: each exact score against env steps and
-  against training minutes, one line per run, one colour per agent) and
-  Figure 3 style (`figure3_<run>.png`: the two dynamics tests against the
-  training step, one line per depth, via `plots.plot_dynamics`). Needs
-  matplotlib. Returns the paths written."""
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  from anakin_mz.eval import plots
-
-  written: List[str] = []
-  keys = score_keys(rows)
-  if keys:
-    agents = sorted({str(r["agent"]) for rs in rows.values() for r in rs})
-    # One colour per agent; its runs (seeds, variants) differ by line style.
-    same_agent: Dict[str, int] = {}
-    for label, rs in rows.items():
-      if rs:
-        agent = str(rs[0]["agent"])
-        same_agent[label] = sum(
-          1 for other in same_agent if other != label and str(rows[other][0]["agent"]) == agent
-        )
-    colours = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(agents)}
-    styles = ["-", "--", ":", "-."]
-    fig, axes = plt.subplots(2, len(keys), figsize=(4.8 * len(keys), 7.0), squeeze=False)
-    for col, k in enumerate(keys):
-      for row_i, (x_key, xlabel, scale) in enumerate(
-        (("env_steps", "env steps", 1.0), ("train_s", "training wall-clock (minutes)", 1 / 60))
-      ):
-        ax = axes[row_i, col]
-        for label, rs in rows.items():
-          pts = [r for r in rs if k in r]
-          if not pts:
-            continue
-          ax.plot(
-            [r[x_key] * scale for r in pts],
-            [r[k] for r in pts],
-            color=colours[str(pts[0]["agent"])],
-            linestyle=styles[same_agent[label] % len(styles)],
-            marker="o",
-            markersize=3,
-            label=label,
-          )
-        name = _short(k)
-        ref = (reference or {}).get(name.replace("greedy_", "optimal_", 1))
-        if name.endswith("_vs_optimal"):
-          ax.axhline(0.5, color="grey", linestyle=":", linewidth=1, label="optimal (0.5)")
-        elif ref is not None:
-          ax.axhline(ref, color="grey", linestyle=":", linewidth=1, label=f"optimal ({ref:.3f})")
-        ax.set_title(k, fontsize=9)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("win probability")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("win rate against env steps and wall-clock (Figure 2 style)")
-    fig.tight_layout()
-    path = os.path.join(out, "figure2.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
-  for label, rs in rows.items():
-    scalars = {}
-    tags = {k for r in rs for k in r if _dyn_metric(k) in FIGURE3_METRICS}
-    for tag in tags:
-      pts = [r for r in rs if tag in r]
-      scalars[tag] = (
-        np.array([r["update_step"] for r in pts]),
-        np.array([r[tag] for r in pts], np.float64),
-      )
-    plots.plot_dynamics(
-      scalars,
-      os.path.join(out, f"figure3_{label}.png"),
-      f"dynamics tests: {label} (Figure 3 style)",
-      written,
-    )
-  return written
-
-
-def references(config: config_lib.Config) -> Dict[str, float]:
-  """The game's reference scores (`envs.bots` evaluators), e.g. Nannon's
-  `optimal_vs_random`."""
-  import envs.bots
-
-  env = config.make_env()
-  out: Dict[str, float] = {}
-  for evaluator in envs.bots.evaluators(env.id):
-    out.update(evaluator.reference(env))
-  return out
-
-
-def write_report(
-  out: str,
-  rows: Dict[str, List[Dict[str, object]]],
-  budget: Budget,
-  reference: Optional[Dict[str, float]] = None,
-  title: str = "",
-) -> List[str]:
-  """`<out>/compare.md` (the tables, the reference scores, the figures'
-  links) and the figures; returns the paths written."""
-  written = figures(rows, out, reference)
-  text = markdown(rows, budget, title)
-  if reference:
-    text += "\nreference: " + ", ".join(f"{k} {v:.4f}" for k, v in reference.items()) + "\n"
-  text += "".join(f"\n![{os.path.basename(p)}]({os.path.basename(p)})\n" for p in written)
-  path = os.path.join(out, "compare.md")
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-  return [path] + written

@@ -55,7 +55,8 @@ class RunResult:
   the log.
 
   `stopped_by` is None when the update budget was reached, "minutes" for the
-  wall-clock budget, or the signal ("SIGINT", "SIGTERM") that stopped it.
+  wall-clock budget, "stop" where `train`'s `stop` ended it, or the signal
+  ("SIGINT", "SIGTERM") that stopped it.
   `saved_step` is the update step of the last checkpoint (None if none).
   """
 
@@ -229,12 +230,15 @@ def train(
   checkpoint_dir: Optional[str] = None,
   mesh: Optional[Mesh] = None,
   on_step: Optional[Callable[[Dict[str, float]], None]] = None,
+  stop: Optional[Callable[[Dict[str, float]], bool]] = None,
 ) -> RunResult:
   """Trains `config`'s agent (its learner, `registry.make_learner`) until
   `max_updates` updates (default `train.total_updates`) or `max_minutes` of
   wall-clock time, whichever comes first, on `mesh` (default: every device,
   `mesh.make_mesh`; `auto_mesh` fits it to the config). `on_step(row)` sees
-  each step's history row as it comes.
+  each step's history row as it comes; `stop(row)`, asked after each step,
+  ends the run there when it says True (`stopped_by` "stop"; the step is
+  checkpointed as at any end: a round of a round-based driver).
 
   Raises:
     ValueError: an unwritable logdir; checkpoints present without `resume`;
@@ -405,6 +409,9 @@ def train(
         # Checked after a step, so a budget spent compiling still makes one.
         if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
           stopped_by = "minutes"
+          break
+        if stop is not None and stop(row):
+          stopped_by = "stop"
           break
       stopped_by = signals.requested or stopped_by
       if stopped_by == "minutes" and tc.eval_every and history and last_eval != current_step():
