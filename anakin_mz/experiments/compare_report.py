@@ -17,6 +17,11 @@ from anakin_mz import config as config_lib
 if TYPE_CHECKING:
   from anakin_mz.experiments.compare import Budget
 
+# The NDMZ paper's round: 300 self-play games, then training (section 4.2).
+# A games budget's tables and Figure 2 count rounds of it, whatever
+# `--every` scores.
+ROUND_GAMES = 300
+
 # The paper's two dynamics tests (Figure 3).
 FIGURE3_METRICS = ("top_move", "uniform")
 # ---------------------------------------------------------------- report ----
@@ -85,7 +90,7 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
         shown = x / 60 if x_key == "train_s" else x
         lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
   if budget.unit == "games":
-    lines += _by_round(rows, keys, budget.every)
+    lines += _by_round(rows, keys, ROUND_GAMES)
   if dyn:
     lines += ["", "dynamics tests at the last scored point (success rate by depth k):", ""]
     head = ["run"] + [_short(k) for k in dyn]
@@ -104,8 +109,8 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
 
 def _by_round(rows, keys: List[str], every: float) -> List[str]:
   """Each score at each scored round (`every` games a round; a point is
-  scored as the step that reached its games ends, so a round's games run a
-  few over), a match's score with its 95 % interval."""
+  scored when the step that reached its games ends, so a round's games run
+  a few over), a match's score with its 95 % interval."""
   labels = [label for label, rs in rows.items() if rs]
   lines: List[str] = []
   for k in keys:
@@ -269,7 +274,7 @@ def write_report(
 ) -> List[str]:
   """`<out>/compare.md` (the tables, the reference scores, the figures'
   links) and the figures; returns the paths written."""
-  written = figures(rows, out, reference, budget.every if budget.unit == "games" else None)
+  written = figures(rows, out, reference, ROUND_GAMES if budget.unit == "games" else None)
   text = markdown(rows, budget, title)
   if reference:
     text += "\nreference: " + ", ".join(f"{k} {v:.4f}" for k, v in reference.items()) + "\n"
