@@ -13,7 +13,7 @@ spans the cores; N = the core count is what `--devices auto` picks).
 work (with `--per-device` each device gets the config's sizes instead, the
 global sizes growing with the devices, as `--preset accelerator` sizes a
 run per device); it prints the median updates/s and env transitions/s of each and the
-ratio to the baseline, with the load average (the machine may be shared).
+ratio of env transitions/s to the baseline, with the load average (the machine may be shared).
 The config is the env's shipped one; `section.key=value` arguments override
 it.
 """
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     "--per-device",
     action="store_true",
     help="size each setting to its devices: the config's lanes and batch per device "
-    "(anakin_mz.runtime.scaling.scale), as train.py --devices auto does; the default keeps "
-    "them global",
+    "(anakin_mz.runtime.scaling.scale), as --preset accelerator sizes a run; the default "
+    "keeps them global",
   )
   args = parser.parse_intermixed_args(argv)
   if args.env not in envs.registered():
@@ -93,7 +93,9 @@ def main(argv=None) -> int:
       results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
       print(f"  {name}: {results[name][-1]}", file=sys.stderr, flush=True)
   load = os.getloadavg()
-  base = statistics.median(r["updates_per_s"] for r in results[settings[0][0]])
+  # The ratio is of env transitions/s: with --per-device an update of N
+  # devices trains N times the rows, so updates/s would undercount it.
+  base = statistics.median(r["env_steps_per_s"] for r in results[settings[0][0]])
   print(
     f"{args.env}: medians of {args.rounds} processes x {args.repeats} steps; "
     f"{os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
@@ -102,7 +104,7 @@ def main(argv=None) -> int:
   for name, _, _ in settings:
     ups = statistics.median(r["updates_per_s"] for r in results[name])
     eps = statistics.median(r["env_steps_per_s"] for r in results[name])
-    print(f"{name:36} {ups:10.1f} {eps:12.0f} {ups / base:9.2f}x")
+    print(f"{name:36} {ups:10.1f} {eps:12.0f} {eps / base:9.2f}x")
   return 0
 
 
