@@ -40,8 +40,9 @@ def test_parse_runs_labels_and_errors():
 def test_budget_points_and_validation():
   assert compare.Budget("env_steps", 1000, 300).points() == [300, 600, 900, 1000]
   assert compare.Budget("minutes", 10, 5).points() == [5, 10]
-  with pytest.raises(ValueError, match="unit"):
-    compare.Budget("games", 10, 5)
+  assert compare.Budget("games", 900, 300).points() == [300, 600, 900]  # the paper's rounds
+  with pytest.raises(ValueError, match=r"unit must be one of \('env_steps', 'minutes', 'games'\)"):
+    compare.Budget("rounds", 10, 5)
   with pytest.raises(ValueError, match="interval"):
     compare.Budget("minutes", 10, 20)
   with pytest.raises(ValueError, match="budget must be"):
@@ -233,3 +234,81 @@ def test_merge_links_the_runs_of_several_comparisons(tmp_path):
     compare.merge(str(tmp_path / "x"), [a])
   with pytest.raises(ValueError, match="holds no comparison"):
     compare.merge(str(tmp_path / "y"), [a, str(tmp_path)])
+
+
+def test_a_games_budget_reports_each_round_with_its_interval(tmp_path):
+  """The paper's rounds: a score at each scored round (300 games, rounded:
+  a point ends with the step that reached its games), a match's win rate
+  with its Wilson interval, and Figure 2 against rounds too."""
+
+  def row(games, step, win, low, high, exact):
+    return {
+      "label": "ndmz_s0", "agent": "ndmz", "seed": 0, "update_step": step,
+      "env_steps": 25.0 * games, "games": games, "train_s": 6.0 * step,
+      "match/search_vs_optimal": win, "match/search_vs_optimal_low": low,
+      "match/search_vs_optimal_high": high, "exact/greedy_vs_optimal": exact,
+    }  # fmt: skip
+
+  rows = {"ndmz_s0": [row(0.0, 0, 0.1, 0.08, 0.12, 0.3), row(612.0, 40, 0.4, 0.37, 0.43, 0.45)]}
+  text = compare.markdown(rows, compare.Budget("games", 900, 600), "t")
+  lines = text.splitlines()
+  i = lines.index("search_vs_optimal by round (300 self-play games each):")
+  assert lines[i + 2 : i + 6] == [
+    "| round | ndmz_s0 |",
+    "| --- | --- |",
+    "| 0 | 0.100 [0.080, 0.120] |",
+    "| 2 | 0.400 [0.370, 0.430] |",
+  ]
+  i = lines.index("greedy_vs_optimal by round (300 self-play games each):")
+  assert lines[i + 4 : i + 6] == ["| 0 | 0.3000 |", "| 2 | 0.4500 |"]
+  paths = compare.write_report(str(tmp_path), rows, compare.Budget("games", 900, 600))
+  assert "figure2.png" in {os.path.basename(p) for p in paths}
+
+
+def test_the_paper_scoring_refuses_what_it_cannot_score():
+  with pytest.raises(ValueError, match="at least one opponent"):
+    compare.PaperScoring(opponents=())
+  with pytest.raises(ValueError, match=r"\['policy'\] unknown: .*greedy, search, value"):
+    compare.PaperScoring(exact=("greedy", "policy"))
+
+
+def test_an_unknown_opponent_fails_before_any_training(tmp_path):
+  runs = compare.parse_runs("ndmz", [0])
+  with pytest.raises(ValueError, match="unknown opponent 'optimall' for nannon"):
+    compare.compare(
+      NANNON,
+      TINY,
+      runs,
+      compare.Budget("games", 8, 8),
+      str(tmp_path),
+      eval_games=2,
+      scoring=compare.PaperScoring(opponents=("optimall",)),
+    )
+  assert not os.path.exists(os.path.join(tmp_path, "ndmz_s0"))
+
+
+@pytest.mark.slow
+def test_a_paper_comparison_trains_in_rounds_and_scores_the_search(tmp_path):
+  """Two rounds of 8 games of a tiny NDMZ on Nannon with the paper's tree,
+  scored by its own search against optimal and random, exactly beside."""
+  over = TINY + [
+    "search.tree=paper",
+    "search.max_num_considered_actions=16",
+    "network.noop_action=true",
+    "network.normalize_latent=false",
+  ]
+  runs = compare.parse_runs("ndmz", [0])
+  budget = compare.Budget("games", 16, 8)
+  scoring = compare.PaperScoring(exact=("greedy", "value"))
+  rows = compare.compare(NANNON, over, runs, budget, str(tmp_path), eval_games=4, scoring=scoring)
+  rs = rows["ndmz_s0"]
+  assert [r["games"] >= g for r, g in zip(rs, (0, 8, 16))] == [True] * 3 and len(rs) == 3
+  for r in rs:
+    for opp in ("optimal", "random"):
+      assert r[f"match/search_vs_{opp}_low"] <= r[f"match/search_vs_{opp}"]
+      assert r[f"match/search_vs_{opp}"] <= r[f"match/search_vs_{opp}_high"]
+    assert 0 < r["exact/greedy_vs_optimal"] < 0.5 and 0 < r["exact/value_vs_optimal"] < 0.5
+    assert "exact/search_vs_optimal" not in r
+  # Resuming a finished comparison trains and scores nothing more.
+  again = compare.compare(NANNON, over, runs, budget, str(tmp_path), eval_games=4, scoring=scoring)
+  assert again["ndmz_s0"] == rs

@@ -233,8 +233,14 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
   for k in ("greedy_vs_optimal", "value_vs_random"):
     assert sub["exact"][k] == r["exact"][k]
   assert "search policy table" not in report.format_report(sub)
-  for bad, kind in ((["value"], "search"), (["policy"], "value"), ([], "search")):
-    with pytest.raises(ValueError, match="non-empty subset of greedy, search"):
+  # Asked for by name, the value player is scored whatever plays the match
+  # (the paper's scoring: the search plays, the value head is scored beside).
+  searched = report.evaluate_checkpoint(nannon_ckpt, games=4, extra_policies=["value"])
+  assert searched["agent"] == "search"
+  assert searched["exact"]["value_vs_optimal"] == r["exact"]["value_vs_optimal"]
+  assert "greedy_vs_optimal" not in searched["exact"]
+  for bad, kind in ((["policy"], "value"), ([], "search")):
+    with pytest.raises(ValueError, match="non-empty subset of greedy, search, value"):
       report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind=kind, extra_policies=bad)
 
 

@@ -63,6 +63,23 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
   assert ckpt.steps(result.checkpoint_dir) == expected
 
 
+def test_a_stop_callback_ends_the_run_after_the_step_it_names_and_saves(tmp_path):
+  """`run.train(stop=...)`: asked after each step with its row, True ends
+  the run there (a round of games in `compare`), checkpointed."""
+  cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
+  seen = []
+
+  def stop(row):
+    seen.append(row["update_step"])
+    return len(seen) == 3
+
+  result = run.train(cfg, logdir=str(tmp_path), progress=False, stop=stop)
+  assert result.stopped_by == "stop"
+  assert len(result.history) == 3 and seen == [r["update_step"] for r in result.history]
+  assert result.saved_step == seen[-1] == int(result.state.update_step)
+  assert ckpt.steps(result.checkpoint_dir) == (seen[-1],)
+
+
 def test_minutes_budget_stops_mid_interval_and_saves(tmp_path):
   cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
   # Compilation outlasts 0.1 s: the run makes its first step (the budget is
