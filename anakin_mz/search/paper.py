@@ -50,7 +50,15 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.tree import _CHANCE, _CHOICE, _TERMINAL, _masked_argmax, _pad, _select
+from anakin_mz.search.tree import (
+  _CHANCE,
+  _CHOICE,
+  _TERMINAL,
+  _masked_argmax,
+  _pad,
+  _select,
+  check_model_output,
+)
 from anakin_mz.types import ModelOutput
 
 _IDENTITY = 3
@@ -279,17 +287,7 @@ def _expand(
     jnp.minimum(slot, num_actions - 1),
   ).astype(jnp.int32)
   out = recurrent_fn(params, rng_key, unified, up.embedding)
-  for name, shape in (
-    ("reward", (batch_size,)),
-    ("value", (batch_size,)),
-    ("policy_logits", (batch_size, num_actions)),
-    ("chance_logits", (batch_size, num_outcomes)),
-    ("identity_logits", (batch_size, num_players + 2)),
-  ):
-    chex.assert_shape(getattr(out, name), shape, custom_message=f"recurrent_fn output {name}")
-  chex.assert_trees_all_equal_shapes_and_dtypes(
-    out.embedding, up.embedding, custom_message="recurrent_fn embedding vs the root embedding"
-  )
+  check_model_output(out, up.embedding, batch_size, num_actions, num_outcomes, num_players)
   dtype = tree.node_values.dtype
 
   identity_logits = out.identity_logits.astype(tree.children_prior_logits.dtype)

@@ -100,17 +100,7 @@ def _recurrent(
     jnp.where(node.kind == _CHOICE, jnp.minimum(slot, num_actions - 1), 0),
   )
   out = recurrent_fn(params, model_key, unified.astype(jnp.int32), node.embedding)
-  for name, shape in (
-    ("reward", (batch_size,)),
-    ("value", (batch_size,)),
-    ("policy_logits", (batch_size, num_actions)),
-    ("chance_logits", (batch_size, num_outcomes)),
-    ("identity_logits", (batch_size, num_players + 2)),
-  ):
-    chex.assert_shape(getattr(out, name), shape, custom_message=f"recurrent_fn output {name}")
-  chex.assert_trees_all_equal_shapes_and_dtypes(
-    out.embedding, node.embedding, custom_message="recurrent_fn embedding vs the root embedding"
-  )
+  check_model_output(out, node.embedding, batch_size, num_actions, num_outcomes, num_players)
 
   logits = out.identity_logits
   if not config.terminal_nodes:
@@ -148,6 +138,22 @@ def _recurrent(
     reward=reward, discount=jnp.full_like(reward, config.discount), prior_logits=prior, value=value
   )
   return step, _Node(embedding=embedding, kind=kind, player=player)
+
+
+def check_model_output(out, embedding, batch_size, num_actions, num_outcomes, num_players):
+  """The shapes of a `recurrent_fn` output (`types.ModelOutput`) for a batch:
+  a clear error at trace time, not a broadcast deep in the tree."""
+  for name, shape in (
+    ("reward", (batch_size,)),
+    ("value", (batch_size,)),
+    ("policy_logits", (batch_size, num_actions)),
+    ("chance_logits", (batch_size, num_outcomes)),
+    ("identity_logits", (batch_size, num_players + 2)),
+  ):
+    chex.assert_shape(getattr(out, name), shape, custom_message=f"recurrent_fn output {name}")
+  chex.assert_trees_all_equal_shapes_and_dtypes(
+    out.embedding, embedding, custom_message="recurrent_fn embedding vs the root embedding"
+  )
 
 
 def _select(
