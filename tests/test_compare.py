@@ -10,6 +10,7 @@ import pytest
 import tiny
 
 from anakin_mz.experiments import compare
+from anakin_mz.experiments import records as records_lib
 from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -312,3 +313,31 @@ def test_a_paper_comparison_trains_in_rounds_and_scores_the_search(tmp_path):
   # Resuming a finished comparison trains and scores nothing more.
   again = compare.compare(NANNON, over, runs, budget, str(tmp_path), eval_games=4, scoring=scoring)
   assert again["ndmz_s0"] == rs
+
+
+def test_a_paper_point_is_recorded_with_its_interval_and_command():
+  """A scored point's run record: a match's win rate as one figure with its
+  Wilson interval, the games played, and a command that reruns the run."""
+  s = compare.RunSpec("ndmz", 0)
+  spec = {
+    "config": "/c/paper.yaml",
+    "overrides": ["train.batch_size=8"],
+    "budget": {"unit": "games", "total": 600.0, "every": 300.0},
+    "eval_games": 1000,
+    "scoring": {"opponents": ["optimal", "random"], "exact": ["greedy"]},
+  }
+  row = {
+    "update_step": 40, "env_steps": 7600.0, "games": 303.0, "train_s": 90.0,
+    "match/search_vs_optimal": 0.4, "match/search_vs_optimal_low": 0.37,
+    "match/search_vs_optimal_high": 0.43, "exact/greedy_vs_optimal": 0.45,
+  }  # fmt: skip
+  config = config_lib.load(NANNON, TINY)
+  r = compare._record("/runs/p636", s, row, spec, config)
+  assert r.experiment == "p636" and r.variant == "ndmz" and r.seed == 0
+  assert r.figures["match/search_vs_optimal"] == records_lib.Figure(0.4, 0.37, 0.43)
+  assert r.figures["exact/greedy_vs_optimal"] == records_lib.Figure(0.45)
+  assert set(r.figures) == {"match/search_vs_optimal", "exact/greedy_vs_optimal"}
+  assert r.evaluation["games_played"] == 303.0 and r.budget.updates == 40
+  assert "--games=600 --every=300" in r.command
+  assert "--score=paper --score-opponents=optimal,random --exact=greedy" in r.command
+  assert r.command.endswith("train.batch_size=8")

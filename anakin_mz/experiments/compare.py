@@ -401,7 +401,13 @@ def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
   args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
   args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
   args += [f"--{b['unit'].replace('_', '-')}={b['total']:g}", f"--every={b['every']:g}"]
-  args += [f"--eval-games={spec['eval_games']}", f"--out={out}", *spec["overrides"]]
+  args += [f"--eval-games={spec['eval_games']}", f"--out={out}"]
+  scoring = spec.get("scoring")
+  if scoring is not None:
+    args += ["--score=paper", f"--score-opponents={','.join(scoring['opponents'])}"]
+    args += [f"--exact={','.join(scoring['exact'])}"]
+  args += list(spec["overrides"])
+  scores = {k: v for k, v in row.items() if "/" in k and not k.endswith(("_low", "_high"))}
   return records_lib.new(
     os.path.basename(os.path.normpath(out)),
     s.label[: -len(f"_s{s.seed}")],
@@ -414,8 +420,11 @@ def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
       env_steps=float(row["env_steps"]),
       train_minutes=row["train_s"] / 60,
     ),
-    evaluation={"games": spec["eval_games"], "agent": s.agent},
-    figures={k: records_lib.Figure(float(v)) for k, v in row.items() if "/" in k},
+    evaluation={"games": spec["eval_games"], "agent": s.agent, "games_played": row.get("games")},
+    figures={  # a match's Wilson interval (`score_paper`) as its figure's low and high
+      k: records_lib.Figure(float(v), row.get(k + "_low"), row.get(k + "_high"))
+      for k, v in scores.items()
+    },
   )
 
 
