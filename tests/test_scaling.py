@@ -50,7 +50,13 @@ def test_presets():
   assert scaling.preset(cfg, "cpu", 8) == cfg
   acc = scaling.preset(cfg, "accelerator", 2)
   assert acc.train.num_envs == 2048 and acc.train.batch_size == 4096
-  with pytest.raises(ValueError, match="unknown preset 'gpu'; presets: cpu, accelerator"):
+  # per-device: the config's own lanes and batch on each device, the
+  # learning rate scaled with the batch's square root.
+  per = scaling.preset(cfg, "per-device", 2)
+  assert (per.train.num_envs, per.train.batch_size) == (8, 16)
+  assert per.train.learning_rate == pytest.approx(cfg.train.learning_rate * 2**0.5)
+  assert scaling.preset(cfg, "per-device", 1) == cfg
+  with pytest.raises(ValueError, match="unknown preset 'gpu'; presets: cpu, per-device, accel"):
     scaling.preset(cfg, "gpu", 1)
 
 
