@@ -37,11 +37,15 @@ def _tiny_spec(tmp_path) -> str:
   )
 
 
+# The tool runs in this process, where JAX may have started already with one
+# CPU device (`host.configure` then takes --devices 1, not another count).
+
+
 def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
   path = _tiny_spec(tmp_path)
   runs = str(tmp_path / "runs")
   # --dry-run prints each run's two commands and trains nothing.
-  assert cli.main(["run", path, "--runs", runs, "--dry-run"]) == 0
+  assert cli.main(["run", path, "--runs", runs, "--dry-run", "--devices", "1"]) == 0
   out = capsys.readouterr().out
   assert "anakin-mz train --env=catch --config=catch --minutes=5 --seed=3" in out
   assert "--seed=4" in out and "search.num_simulations=2" in out
@@ -124,13 +128,13 @@ def test_a_bad_spec_is_a_clear_error(tmp_path, body, message):
 def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys):
   path = _spec(tmp_path, "name: a\nenv: catch\nvariants: {b: [search.num_simulation=8]}\n")
   runs = str(tmp_path / "runs")
-  assert cli.main(["run", path, "--runs", runs]) == 2
+  assert cli.main(["run", path, "--runs", runs, "--devices", "1"]) == 2
   err = capsys.readouterr().err
   assert err.startswith("error: variant 'b'") and "num_simulation" in err and "Traceback" not in err
   path = _spec(tmp_path, "name: a\nenv: catch\nvariants: {b: []}\n")
-  assert cli.main(["run", path, "--runs", runs, "--variants", "c"]) == 2
+  assert cli.main(["run", path, "--runs", runs, "--variants", "c", "--devices", "1"]) == 2
   assert "unknown variant(s) ['c']; the spec has b" in capsys.readouterr().err
-  assert cli.main(["run", str(tmp_path / "none.yaml")]) == 2
+  assert cli.main(["run", str(tmp_path / "none.yaml"), "--devices", "1"]) == 2
   assert "cannot read spec" in capsys.readouterr().err
   assert not os.path.exists(runs)
 
