@@ -554,15 +554,21 @@ def load_for_env(
   return cfg, path, everything
 
 
-def _read_file(path: str) -> Dict[str, object]:
-  """The mapping of YAML file `path`, as written (its `extends` unread)."""
+def read_yaml(path: str, what: str) -> object:
+  """The YAML document of file `path`, a `what` ("config file", "spec", ...)
+  in the error messages of an unreadable or invalid file."""
   try:
     with open(path, encoding="utf-8") as f:
-      loaded = yaml.safe_load(f)
+      return yaml.safe_load(f)
   except OSError as e:
-    raise ValueError(f"cannot read config file {path!r}: {e.strerror}") from None
+    raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
   except yaml.YAMLError as e:
-    raise ValueError(f"config file {path!r} is not valid YAML: {e}") from None
+    raise ValueError(f"{what} {path!r} is not valid YAML: {e}") from None
+
+
+def _read_file(path: str) -> Dict[str, object]:
+  """The mapping of YAML file `path`, as written (its `extends` unread)."""
+  loaded = read_yaml(path, "config file")
   if not isinstance(loaded, Mapping):
     raise ValueError(f"config file {path!r} must hold a mapping")
   return dict(loaded)

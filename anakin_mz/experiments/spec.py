@@ -46,7 +46,6 @@ import shlex
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import yaml
 
 from anakin_mz.experiments import records as records_lib
 
@@ -96,13 +95,9 @@ def load(path: str) -> Spec:
     ValueError: an unreadable file, a missing or unknown key, a bad value
       (naming the file and the key).
   """
-  try:
-    with open(path, encoding="utf-8") as f:
-      raw = yaml.safe_load(f)
-  except OSError as e:
-    raise ValueError(f"cannot read spec {path!r}: {e.strerror}") from None
-  except yaml.YAMLError as e:
-    raise ValueError(f"spec {path!r} is not valid YAML: {e}") from None
+  from anakin_mz import config as config_lib
+
+  raw = config_lib.read_yaml(path, "spec")
   if not isinstance(raw, Mapping):
     raise ValueError(f"spec {path!r} must hold a mapping")
   unknown = sorted(set(raw) - set(_KEYS))

@@ -26,7 +26,6 @@ import shlex
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import yaml
 
 from anakin_mz import config as config_lib
 from anakin_mz.eval import report
@@ -115,13 +114,7 @@ def load_bars(path: Optional[str] = None) -> List[Bar]:
       repeated name or an unknown bar to extend, with what is valid.
   """
   path = BAR_FILE if path is None else path
-  try:
-    with open(path, encoding="utf-8") as f:
-      raw = yaml.safe_load(f)
-  except OSError as e:
-    raise ValueError(f"cannot read bar file {path!r}: {e.strerror}") from None
-  except yaml.YAMLError as e:
-    raise ValueError(f"bar file {path!r} is not valid YAML: {e}") from None
+  raw = config_lib.read_yaml(path, "bar file")
   if not isinstance(raw, dict) or not isinstance(raw.get("bars"), list):
     raise ValueError(f"bar file {path!r} must hold a list under 'bars'")
   base = os.path.dirname(os.path.abspath(path))
