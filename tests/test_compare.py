@@ -185,9 +185,9 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
   healed = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
   for key in ("update_step", "env_steps", "exact/greedy_vs_optimal", "exact/greedy_vs_random"):
     assert healed[label][-1][key] == rows[label][-1][key]
-  # Other settings in the same directory: a clear error.
+  # Other settings in the same directory (another schedule): a clear error.
   with pytest.raises(ValueError, match="other settings"):
-    compare.compare(NANNON, TINY, runs, compare.Budget("env_steps", 512, 128), out, eval_games=8)
+    compare.compare(NANNON, TINY, runs, compare.Budget("env_steps", 512, 256), out, eval_games=8)
 
 
 def _fake_comparison(out, runs, budget_total=8.0, every=8.0):
@@ -341,3 +341,23 @@ def test_a_paper_point_is_recorded_with_its_interval_and_command():
   assert "--games=600 --every=300" in r.command
   assert "--score=paper --score-opponents=optimal,random --exact=greedy" in r.command
   assert r.command.endswith("train.batch_size=8")
+
+
+def test_a_larger_budget_extends_a_comparison_and_nothing_else_does(tmp_path):
+  """The same comparison with a larger total (same unit and schedule) goes
+  on where it stopped; any other change is refused, naming it."""
+  out = str(tmp_path)
+  spec = {"config": "c.yaml", "overrides": [], "runs": [], "eval_games": 8}
+  spec["budget"] = {"unit": "games", "total": 600.0, "every": 300.0}
+  compare._check_spec(out, spec, "t")
+  longer = {**spec, "budget": {"unit": "games", "total": 3000.0, "every": 300.0}}
+  compare._check_spec(out, longer, "t")
+  assert compare.read_spec(out)["budget"]["total"] == 3000.0
+  for budget in (
+    {"unit": "games", "total": 600.0, "every": 300.0},  # shorter
+    {"unit": "games", "total": 6000.0, "every": 600.0},
+  ):  # another schedule
+    with pytest.raises(ValueError, match="other settings"):
+      compare._check_spec(out, {**spec, "budget": budget}, "t")
+  with pytest.raises(ValueError, match="other settings.*eval_games"):
+    compare._check_spec(out, {**longer, "eval_games": 10}, "t")

@@ -483,6 +483,11 @@ def _check_spec(out: str, spec: Dict[str, object], title: str) -> None:
   if os.path.exists(path):
     old = read_spec(out)
     diffs = [f"{k}: {old.get(k)!r} there, {v!r} now" for k, v in spec.items() if old.get(k) != v]
+    if diffs and _extends(old, spec):
+      # A larger budget of the same unit and schedule extends the comparison.
+      with open(path, "w", encoding="utf-8") as f:
+        json.dump({**spec, "title": old.get("title", title)}, f, indent=1)
+      return
     if diffs:
       raise ValueError(
         f"{out!r} holds a comparison with other settings ({'; '.join(diffs)}); "
@@ -495,6 +500,17 @@ def _check_spec(out: str, spec: Dict[str, object], title: str) -> None:
     raise ValueError(f"cannot create {out!r}: {e}") from None
   with open(path, "w", encoding="utf-8") as f:
     json.dump({**spec, "title": title}, f, indent=1)
+
+
+def _extends(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
+  """Is `new` the comparison `old` with only a larger budget total?"""
+  ob, nb = old.get("budget"), new.get("budget")
+  if not (isinstance(ob, dict) and isinstance(nb, dict)):
+    return False
+  same = {k: v for k, v in old.items() if k not in ("budget", "title")}
+  if same != {k: v for k, v in new.items() if k != "budget"}:
+    return False
+  return ob["unit"] == nb["unit"] and ob["every"] == nb["every"] and nb["total"] > ob["total"]
 
 
 MERGED_SETTINGS = ("config", "overrides", "budget", "eval_games")
