@@ -9,11 +9,12 @@ every device) in a fresh process per setting, the settings taking turns for
 baseline), then N forced host devices on every core for each N of
 `--devices` (`train.py --devices N`; N = 1 is one device whose thread pool
 spans the cores; N = the core count is what `--devices auto` picks).
-`num_envs` and `batch_size` are global, so every setting does the same
-work (with `--per-device` each device gets the config's sizes instead, the
-global sizes growing with the devices, as `--preset accelerator` sizes a
-run per device); it prints the median updates/s and env transitions/s of each and the
-ratio of env transitions/s to the baseline, with the load average (the machine may be shared).
+Each setting is sized as `train.py` sizes it (`--preset`, default
+per-device: each device gets the config's lanes and batch, so N devices do N
+times the work of one; `--preset cpu` keeps the sizes global, every setting
+doing the same work). It prints the median updates/s and env transitions/s
+of each and the ratio of env transitions/s to the baseline, with the load
+average (the machine may be shared).
 The config is the env's shipped one; `section.key=value` arguments override
 it.
 """
@@ -29,6 +30,7 @@ import subprocess
 import sys
 
 import envs
+from anakin_mz.runtime import scaling
 
 WORKER = r"""
 import json, sys
@@ -40,8 +42,7 @@ from anakin_mz.experiments import profiling
 from anakin_mz.runtime.anakin import Learner
 from anakin_mz.runtime import scaling
 cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[5:])[0]
-if sys.argv[4] == "1":  # the config's sizes per device
-  cfg = scaling.scale(cfg, cfg.train.num_envs * jax.device_count())
+cfg = scaling.preset(cfg, sys.argv[4], jax.device_count())  # as train.py sizes it
 dt = profiling.time_step(cfg, repeats=int(sys.argv[3]))
 learner = Learner(cfg)
 print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.updates_per_chunk / dt,
@@ -63,15 +64,16 @@ def main(argv=None) -> int:
   parser.add_argument("--repeats", type=int, default=8, help="timed steps per process")
   parser.add_argument("--rounds", type=int, default=2, help="processes per setting")
   parser.add_argument(
-    "--per-device",
-    action="store_true",
-    help="size each setting to its devices: the config's lanes and batch per device "
-    "(anakin_mz.runtime.scaling.scale), as --preset accelerator sizes a run; the default "
-    "keeps them global",
+    "--preset",
+    default="per-device",
+    help=f"sizes, as train.py's --preset: {', '.join(scaling.PRESETS)} (default per-device: "
+    "each device the config's lanes and batch; cpu: global, the same work in every setting)",
   )
   args = parser.parse_intermixed_args(argv)
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  if args.preset not in scaling.PRESETS:
+    parser.error(f"unknown preset {args.preset!r}; presets: {', '.join(scaling.PRESETS)}")
   if min(args.devices) < 1 or args.repeats < 1 or args.rounds < 1:
     parser.error("--devices, --repeats and --rounds must be >= 1")
   pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
@@ -84,8 +86,8 @@ def main(argv=None) -> int:
   results = {name: [] for name, _, _ in settings}
   for _ in range(args.rounds):
     for name, prefix, n in settings:
-      per_device = "1" if args.per_device else "0"
-      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats), per_device]
+      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats)]
+      cmd.append(args.preset)
       out = subprocess.run(cmd + list(args.overrides), capture_output=True, text=True)
       if out.returncode != 0:
         print(f"error: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -93,11 +95,12 @@ def main(argv=None) -> int:
       results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
       print(f"  {name}: {results[name][-1]}", file=sys.stderr, flush=True)
   load = os.getloadavg()
-  # The ratio is of env transitions/s: with --per-device an update of N
+  # The ratio is of env transitions/s: sized per device, an update of N
   # devices trains N times the rows, so updates/s would undercount it.
   base = statistics.median(r["env_steps_per_s"] for r in results[settings[0][0]])
   print(
-    f"{args.env}: medians of {args.rounds} processes x {args.repeats} steps; "
+    f"{args.env}, --preset {args.preset}: medians of {args.rounds} processes x "
+    f"{args.repeats} steps; "
     f"{os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
   )
   print(f"{'setting':36} {'updates/s':>10} {'env steps/s':>12} {'vs 1 core':>10}")

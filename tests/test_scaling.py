@@ -60,6 +60,17 @@ def test_presets():
     scaling.preset(cfg, "gpu", 1)
 
 
+def test_a_resumed_run_keeps_the_sizes_of_its_checkpoint():
+  cfg = tiny.tiny_config("nannon")  # 4 lanes, batch 8
+  on_two = scaling.preset(cfg, "per-device", 2)
+  # Resumed on one device, the run sized on two continues with its own sizes.
+  assert scaling.resumed(cfg, on_two.train.num_envs) == on_two
+  assert scaling.resumed(cfg, cfg.train.num_envs) == cfg
+  odd = tiny.tiny_config("nannon", "train.batch_size=6")  # 4 lanes, 6 rows
+  with pytest.raises(ValueError, match="made with 3 lanes, which this config .4 lanes. does"):
+    scaling.resumed(odd, 3)
+
+
 def test_auto_devices_fit_the_sizes():
   cfg = tiny.tiny_config("nannon")  # 4 lanes, batch 8
   assert run.fit_devices(8, cfg) == 4 and run.fit_devices(2, cfg) == 2

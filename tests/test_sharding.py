@@ -241,12 +241,15 @@ def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
 
 
 def test_cli_non_dividing_devices_is_one_line_exit_2(tmp_path):
+  # With the sizes global (--preset cpu); sized per device (the default) any
+  # device count divides them.
   out = subprocess.run(
     [
       sys.executable,
       os.path.join(ROOT, "scripts", "train.py"),
       "--env=catch",
       "--devices=3",
+      "--preset=cpu",
       f"--logdir={tmp_path}",
       "--no-progress",
       *TINY,

@@ -2,6 +2,7 @@
 training is run), and an adapted game trains from the generic config of its
 kind, its budget given in the overrides' number spellings."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -99,6 +100,45 @@ def test_every_game_without_a_config_trains_from_its_kinds(name, tmp_path):
   assert result.saved_step == int(result.state.update_step) >= 1
 
 
+def test_resume_reads_the_sizes_of_the_newest_readable_checkpoint(tmp_path):
+  from anakin_mz.cli import train as train_cli
+
+  logdir = tmp_path / "run"
+  args = argparse.Namespace(logdir=str(logdir), env="catch")
+  assert train_cli._saved_lanes(args) is None  # nothing saved: a fresh start
+  directory = str(logdir / "checkpoints")
+  for step, lanes in ((4, 8), (8, 12)):
+    cfg = tiny.tiny_config("catch", f"train.num_envs={lanes}", f"train.batch_size={2 * lanes}")
+    meta = ckpt.make_metadata(cfg.to_dict(), "catch", 1, step)
+    ckpt.save(directory, step, {"x": jax.numpy.zeros(2)}, meta)
+  assert train_cli._saved_lanes(args) == 12
+  # A newest step whose metadata does not read gives way to the one before,
+  # as run.train's restore does.
+  for f in (logdir / "checkpoints" / "8" / "meta").rglob("*"):
+    if f.is_file():
+      f.write_text("{ not json")
+  assert train_cli._saved_lanes(args) == 8
+
+
+@pytest.mark.slow  # two compilations: about 70 s on a 2-core CPU
+def test_sizes_are_per_device_and_a_resume_keeps_the_checkpoints(tmp_path):
+  # Two devices, the default preset: each device the config's 4 lanes and
+  # batch 8, so 8 lanes and batch 16 in all; resumed on one device, the run
+  # keeps them (its config must match the checkpoint's).
+  logdir = str(tmp_path / "run")
+  common = ["--env=catch", f"--logdir={logdir}", "--no-progress", *tiny.TINY]
+  common.append("train.checkpoint_every=4")
+  out = _run(*common, "--devices=2", "--updates=4")
+  assert out.returncode == 0, out.stdout + out.stderr
+  assert "sizes (--preset per-device): 8 lanes, batch 16" in out.stdout, out.stdout
+  train = ckpt.load_metadata(os.path.join(logdir, "checkpoints"))["config"]["train"]
+  assert (train["num_envs"], train["batch_size"]) == (8, 16)
+  out = _run(*common, "--devices=1", "--resume", "--updates=8")
+  assert out.returncode == 0, out.stdout + out.stderr
+  assert "sizes (the checkpoint's): 8 lanes, batch 16" in out.stdout, out.stdout
+  assert ckpt.steps(os.path.join(logdir, "checkpoints"))[-1] == 8
+
+
 def test_unwritable_logdir(tmp_path):
   if os.geteuid() == 0:
     # root can write anywhere: use a path under a regular file instead.
@@ -143,3 +183,17 @@ def test_host_devices(devices, count):
   assert f"count {expected}" in out.stdout, out.stdout
   assert f"{expected} CPU device(s)" in out.stdout
   assert f"late: cannot set {expected + 1} CPU devices: JAX has already started" in out.stdout
+
+
+def test_several_cpu_devices_run_one_thread_each_unless_the_user_says(monkeypatch):
+  from anakin_mz.runtime import host
+
+  monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+  host._one_thread_per_device()
+  assert os.environ["XLA_FLAGS"].split() == [
+    "--xla_cpu_enable_fast_math=false",
+    "--xla_cpu_multi_thread_eigen=false",
+  ]
+  monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true")
+  host._one_thread_per_device()
+  assert os.environ["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=true"

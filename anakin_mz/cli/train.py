@@ -23,12 +23,15 @@ fastest measured; see anakin_mz/runtime/host.py; as many as divide the run's
 sizes), `--devices N` forces N host devices. Each device plays, searches
 and learns on its own lanes (anakin_mz/runtime/mesh.py); `train.num_envs` and
 `train.batch_size` are global and must divide by their number. `--resume`
-works on any device count. `--preset accelerator` sizes the run for a GPU
-or TPU (1024 lanes per device, the batch and learning rate scaled with
-them: anakin_mz/runtime/scaling.py); `--preset per-device` gives each
-device the config's lanes and batch (on two cores 1.64x one core's env
-transitions/s, against 1.46x with the sizes split); `--preset cpu` (the
-default) keeps the config's sizes, global. A multi-host run (TPU slice, SLURM, Open MPI, or
+works on any device count. The sizes are per device by default (`--preset
+per-device`: each device gets the config's lanes and batch, the learning
+rate scaled with the batch's square root; one device runs the config as
+written; two cores make 1.64x one core's env transitions/s, against 1.46x
+with the sizes split); `--preset cpu` keeps the config's sizes global, split
+over the devices, so the same seed gives the same run on any device count;
+`--preset accelerator` sizes the run for a GPU or TPU (1024 lanes per
+device: anakin_mz/runtime/scaling.py). `--resume` keeps the sizes the
+checkpoint was made with. A multi-host run (TPU slice, SLURM, Open MPI, or
 JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
 `jax.distributed` first (anakin_mz/runtime/host.py).
 
@@ -43,6 +46,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Optional
 
 import envs
 from anakin_mz import config as config_lib
@@ -83,8 +87,9 @@ def main(argv=None, prog=None) -> int:
   )
   parser.add_argument(
     "--preset",
-    default="cpu",
-    help=f"sizes for the hardware: {', '.join(scaling.PRESETS)} (default cpu: the config's)",
+    default=None,
+    help=f"sizes for the hardware: {', '.join(scaling.PRESETS)} (default per-device: "
+    "each device the config's lanes and batch; --resume: the checkpoint's sizes)",
   )
   args = parser.parse_intermixed_args(argv)
   try:  # before anything starts JAX
@@ -102,14 +107,20 @@ def main(argv=None, prog=None) -> int:
     overrides.append(f"agent={args.agent}")
   try:
     cfg, _, _ = config_lib.load_for_env(args.env, args.config, overrides)
-    cfg = scaling.preset(cfg, args.preset, jax.device_count())
+    saved_lanes = _saved_lanes(args) if args.resume and args.preset is None else None
+    if saved_lanes is not None:
+      cfg = scaling.resumed(cfg, saved_lanes)
+      sizing = "the checkpoint's"
+    else:
+      cfg = scaling.preset(cfg, args.preset or "per-device", jax.device_count())
+      sizing = f"--preset {args.preset or 'per-device'}"
   except ValueError as e:
     parser.error(str(e))
   if args.updates is not None and args.updates < 1:
     parser.error("--updates must be >= 1")
   if args.minutes is not None and args.minutes <= 0:
     parser.error("--minutes must be > 0")
-  logdir = args.logdir or os.path.join("runs", args.env)
+  logdir = _logdir(args)
 
   from anakin_mz.runtime import run  # after validation: errors come fast
 
@@ -117,6 +128,12 @@ def main(argv=None, prog=None) -> int:
   if mesh is not None and mesh.size < jax.device_count():
     devices += f"; the run trains on {mesh.size} of them (its sizes divide by {mesh.size})"
   print(f"devices: {devices}", flush=True)
+  tc = cfg.train
+  print(
+    f"sizes ({sizing}): {tc.num_envs} lanes, batch {tc.batch_size}, "
+    f"learning rate {tc.learning_rate:g}",
+    flush=True,
+  )
 
   try:
     result = run.train(
@@ -143,3 +160,21 @@ def main(argv=None, prog=None) -> int:
       f"with --resume (logdir {logdir})"
     )
   return 0
+
+
+def _logdir(args) -> str:
+  return args.logdir or os.path.join("runs", args.env)
+
+
+def _saved_lanes(args) -> Optional[int]:
+  """The global lanes of the newest checkpoint `--resume` continues; None
+  when there is none (a fresh start)."""
+  from anakin_mz.runtime import checkpoint as ckpt
+
+  directory = os.path.join(_logdir(args), "checkpoints")
+  for step in reversed(ckpt.steps(directory)):  # a corrupt newest step gives way, as in run.train
+    try:
+      return int(ckpt.load_metadata(directory, step)["config"]["train"]["num_envs"])
+    except (ckpt.CheckpointError, KeyError, TypeError, ValueError):
+      continue
+  return None

@@ -27,12 +27,14 @@ and keeps what a run learns from each transition:
   no faster per update than the small one.
 * `eval_every`, `checkpoint_every` and `log_every` count updates and stay.
 
-`PRESETS` name the sizes per device: `cpu` keeps the file's sizes (global:
-split over the devices); `per-device` gives each device the file's lanes
-and batch (two CPU devices: 1.64x the env transitions/s of one pinned core,
-where `cpu` makes 1.46x; `scripts/benchmark_devices.py --per-device`);
-`accelerator` gives each device 1024 lanes (`train.py --preset
-accelerator`).
+`PRESETS` name the sizes per device: `per-device` (`train.py`'s default)
+gives each device the file's lanes and batch, so one device runs the file as
+written (two CPU devices: 1.64x the env transitions/s of one pinned core,
+where `cpu` makes 1.46x; `scripts/benchmark_devices.py --per-device`); `cpu`
+keeps the file's sizes global, split over the devices (the same seed then
+gives the same run on any device count); `accelerator` gives each device
+1024 lanes (`train.py --preset accelerator`). A resumed run keeps the sizes
+its checkpoint was made with (`resumed`), whatever the device count now.
 """
 
 from __future__ import annotations
@@ -88,3 +90,21 @@ def preset(config: Config, name: str, num_devices: int) -> Config:
   if per_device is None:
     return config
   return scale(config, (per_device or config.train.num_envs) * num_devices)
+
+
+def resumed(config: Config, saved_lanes: int) -> Config:
+  """`config` at the global lanes of the checkpoint it resumes (`saved_lanes`):
+  the sizes and learning rate that `scale` gave the saved run, so a run
+  sized per device on N devices continues on M.
+
+  Raises:
+    ValueError: `saved_lanes` that no scaling of `config` gives (the
+      message names both sizes).
+  """
+  try:
+    return scale(config, saved_lanes)
+  except ValueError as e:
+    raise ValueError(
+      f"the checkpoint was made with {saved_lanes} lanes, which this config "
+      f"({config.train.num_envs} lanes) does not scale to: {e}"
+    ) from None
