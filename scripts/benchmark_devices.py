@@ -2,13 +2,17 @@
 
     python scripts/benchmark_devices.py --env nannon
     python scripts/benchmark_devices.py --env nannon --devices 1 2 4 8 --repeats 8
+    python scripts/benchmark_devices.py --env nannon --devices 2 --rounds 3 --ceiling
 
 Times `Learner.jit_step` (what `train.py` runs: the device-local step on
 every device) in a fresh process per setting, the settings taking turns for
 `--rounds` rounds: one device pinned to one core (`taskset -c 0`, the
 baseline), then N forced host devices on every core for each N of
 `--devices` (`train.py --devices N`; N = 1 is one device whose thread pool
-spans the cores; N = the core count is what `--devices auto` picks).
+spans the cores; N = the core count is what `--devices auto` picks), and
+with `--ceiling` one single-device process pinned to each core, all at
+once, their rates summed (what the cores give with nothing shared; the
+processes do not train together, so it bounds the devices' figure).
 Each setting is sized as `train.py` sizes it (`--preset`, default
 per-device: each device gets the config's lanes and batch, so N devices do N
 times the work of one; `--preset cpu` keeps the sizes global, every setting
@@ -64,6 +68,12 @@ def main(argv=None) -> int:
   parser.add_argument("--repeats", type=int, default=8, help="timed steps per process")
   parser.add_argument("--rounds", type=int, default=2, help="processes per setting")
   parser.add_argument(
+    "--ceiling",
+    action="store_true",
+    help="also time one single-device process pinned to each core, all at once (summed): "
+    "the most the cores give without sharing a process",
+  )
+  parser.add_argument(
     "--preset",
     default="per-device",
     help=f"sizes, as train.py's --preset: {', '.join(scaling.PRESETS)} (default per-device: "
@@ -76,24 +86,43 @@ def main(argv=None) -> int:
     parser.error(f"unknown preset {args.preset!r}; presets: {', '.join(scaling.PRESETS)}")
   if min(args.devices) < 1 or args.repeats < 1 or args.rounds < 1:
     parser.error("--devices, --repeats and --rounds must be >= 1")
-  pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
-  settings = [("1 device, 1 core (taskset -c 0)", pin, 1)]
-  cores = len(os.sched_getaffinity(0))
+  has_taskset = shutil.which("taskset") is not None
+  pin = lambda core: ["taskset", "-c", str(core)] if has_taskset else []
+  cores = sorted(os.sched_getaffinity(0))
+  # A setting: its name and the commands it runs at once (their rates add).
+  settings = [("1 device, 1 core (taskset -c 0)", [(pin(0), 1)])]
   settings += [
-    (f"{n} device(s), all cores" + (" (auto)" if n == cores else ""), [], n)
+    (f"{n} device(s), all cores" + (" (auto)" if n == len(cores) else ""), [([], n)])
     for n in dict.fromkeys(args.devices)
   ]
-  results = {name: [] for name, _, _ in settings}
+  if args.ceiling:
+    name = f"{len(cores)} processes, 1 pinned core each"
+    settings.append((name, [(pin(c), 1) for c in cores]))
+  results = {name: [] for name, _ in settings}
   for _ in range(args.rounds):
-    for name, prefix, n in settings:
-      cmd = prefix + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats)]
-      cmd.append(args.preset)
-      out = subprocess.run(cmd + list(args.overrides), capture_output=True, text=True)
-      if out.returncode != 0:
-        print(f"error: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-        return 2
-      results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-      print(f"  {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+    for name, commands in settings:
+      procs = [
+        subprocess.Popen(
+          prefix
+          + [sys.executable, "-c", WORKER, str(n), args.env, str(args.repeats)]
+          + [args.preset]
+          + list(args.overrides),
+          stdout=subprocess.PIPE,
+          stderr=subprocess.PIPE,
+          text=True,
+        )
+        for prefix, n in commands
+      ]
+      rows = []
+      for proc in procs:
+        stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+          print(f"error: {name} failed: {stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+          return 2
+        rows.append(json.loads(stdout.strip().splitlines()[-1]))
+      summed = {k: sum(r[k] for r in rows) for k in ("updates_per_s", "env_steps_per_s")}
+      results[name].append(summed)
+      print(f"  {name}: {summed}", file=sys.stderr, flush=True)
   load = os.getloadavg()
   # The ratio is of env transitions/s: sized per device, an update of N
   # devices trains N times the rows, so updates/s would undercount it.
@@ -104,7 +133,7 @@ def main(argv=None) -> int:
     f"{os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
   )
   print(f"{'setting':36} {'updates/s':>10} {'env steps/s':>12} {'vs 1 core':>10}")
-  for name, _, _ in settings:
+  for name, _ in settings:
     ups = statistics.median(r["updates_per_s"] for r in results[name])
     eps = statistics.median(r["env_steps_per_s"] for r in results[name])
     print(f"{name:36} {ups:10.1f} {eps:12.0f} {eps / base:9.2f}x")

@@ -159,3 +159,45 @@ def test_benchmark_scale_bad_lanes_is_a_clear_error():
   proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
   assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
   assert "error: 3 lanes give a batch of 9.375 rows" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow  # four compilations of the step: a few minutes on a 2-core CPU
+def test_benchmark_devices_prints_every_setting_against_the_pinned_core():
+  proc = subprocess.run(
+    [
+      sys.executable,
+      os.path.join(ROOT, "scripts", "benchmark_devices.py"),
+      "--env=catch",
+      "--devices",
+      "2",
+      "--rounds=1",
+      "--repeats=1",
+      "--ceiling",
+      *tiny.TINY,
+    ],
+    capture_output=True,
+    text=True,
+    timeout=900,
+  )
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  lines = proc.stdout.splitlines()
+  assert lines[0].startswith("catch, --preset per-device: medians of 1 processes x 1 steps")
+  names = [line.split("  ")[0] for line in lines[2:]]
+  cores = len(os.sched_getaffinity(0))
+  assert names == [
+    "1 device, 1 core (taskset -c 0)",
+    "2 device(s), all cores" + (" (auto)" if cores == 2 else ""),
+    f"{cores} processes, 1 pinned core each",
+  ]
+  assert lines[2].rstrip().endswith("1.00x")
+
+
+def test_benchmark_devices_bad_preset_is_a_clear_error():
+  proc = subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", "benchmark_devices.py"), "--env=catch"]
+    + ["--preset=gpu"],
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+  assert proc.returncode == 2 and "unknown preset 'gpu'; presets: cpu, per-device" in proc.stderr

@@ -26,8 +26,7 @@ and learns on its own lanes (anakin_mz/runtime/mesh.py); `train.num_envs` and
 works on any device count. The sizes are per device by default (`--preset
 per-device`: each device gets the config's lanes and batch, the learning
 rate scaled with the batch's square root; one device runs the config as
-written; two cores make 1.64x one core's env transitions/s, against 1.46x
-with the sizes split); `--preset cpu` keeps the config's sizes global, split
+written; docs/devices.md has the figures); `--preset cpu` keeps the config's sizes global, split
 over the devices, so the same seed gives the same run on any device count;
 `--preset accelerator` sizes the run for a GPU or TPU (1024 lanes per
 device: anakin_mz/runtime/scaling.py). `--resume` keeps the sizes the

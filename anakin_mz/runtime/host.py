@@ -122,11 +122,9 @@ def initialize_distributed() -> Optional[str]:
 
 # Each CPU device runs its kernels on its own thread instead of splitting a
 # matmul over Eigen's pool, which the devices of one process share: two
-# devices then stop contending for both cores inside every small kernel.
-# Interleaved A/B, 2026-11-26, `--preset per-device` Nannon: two devices
-# 2,092 env transitions/s against 1,924 with the shared pool (medians of 4
-# processes; one pinned core 1,389). Set before the backend starts; a flag
-# the user set in XLA_FLAGS wins.
+# devices then stop contending for both cores inside every small kernel (the
+# A/B is in docs/devices.md). Set before the backend starts; a flag the user
+# set in XLA_FLAGS wins.
 EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
 
 

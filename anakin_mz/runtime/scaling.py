@@ -29,8 +29,8 @@ and keeps what a run learns from each transition:
 
 `PRESETS` name the sizes per device: `per-device` (`train.py`'s default)
 gives each device the file's lanes and batch, so one device runs the file as
-written (two CPU devices: 1.64x the env transitions/s of one pinned core,
-where `cpu` makes 1.46x; `scripts/benchmark_devices.py --per-device`); `cpu`
+written (on CPU a device needs its own lanes to pay for the gradient
+all-reduce; `scripts/benchmark_devices.py`, docs/devices.md); `cpu`
 keeps the file's sizes global, split over the devices (the same seed then
 gives the same run on any device count); `accelerator` gives each device
 1024 lanes (`train.py --preset accelerator`). A resumed run keeps the sizes
