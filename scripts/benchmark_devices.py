@@ -82,8 +82,10 @@ def main(argv=None) -> int:
   args = parser.parse_intermixed_args(argv)
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
-  if args.preset not in scaling.PRESETS:
-    parser.error(f"unknown preset {args.preset!r}; presets: {', '.join(scaling.PRESETS)}")
+  try:
+    scaling.check_preset(args.preset)
+  except ValueError as e:
+    parser.error(str(e))
   if min(args.devices) < 1 or args.repeats < 1 or args.rounds < 1:
     parser.error("--devices, --repeats and --rounds must be >= 1")
   has_taskset = shutil.which("taskset") is not None

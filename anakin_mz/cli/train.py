@@ -111,8 +111,9 @@ def main(argv=None, prog=None) -> int:
       cfg = scaling.resumed(cfg, saved_lanes)
       sizing = "the checkpoint's"
     else:
-      cfg = scaling.preset(cfg, args.preset or "per-device", jax.device_count())
-      sizing = f"--preset {args.preset or 'per-device'}"
+      name = args.preset or "per-device"
+      cfg = scaling.preset(cfg, name, jax.device_count())
+      sizing = f"--preset {name}"
   except ValueError as e:
     parser.error(str(e))
   if args.updates is not None and args.updates < 1:

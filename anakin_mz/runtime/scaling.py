@@ -78,14 +78,19 @@ def scale(config: Config, lanes: int, *, max_lr_scale: float = 4.0) -> Config:
   return dataclasses.replace(config, train=train)
 
 
+def check_preset(name: str) -> None:
+  """Raises ValueError for a name not in `PRESETS` (the message lists them)."""
+  if name not in PRESETS:
+    raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+
+
 def preset(config: Config, name: str, num_devices: int) -> Config:
   """`config` sized by preset `name` for `num_devices` devices.
 
   Raises:
     ValueError: an unknown preset (the message lists them).
   """
-  if name not in PRESETS:
-    raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+  check_preset(name)
   per_device = PRESETS[name]
   if per_device is None:
     return config
