@@ -449,7 +449,7 @@ def convert_accelerator() -> List[R.RunRecord]:
         command=SCALE_COMMAND.format(lanes=row["lanes"]),
         overrides=(),
         budget=R.Budget(),
-        evaluation={k: row[k] for k in ("lanes", "devices", "batch_size")},
+        evaluation={**{k: row[k] for k in ("lanes", "devices", "batch_size")}, "gpu": "H200"},
         figures={
           k: R.Figure(float(row[k]))
           for k in (
@@ -490,7 +490,10 @@ def convert_accelerator() -> List[R.RunRecord]:
             env_steps=_interp(logged, step),
             train_minutes=point["wall_s"] / 60,
           ),
-          evaluation={"scored": "exact, all 2,530 decision positions, on the CPU afterwards"},
+          evaluation={
+            "scored": "exact, all 2,530 decision positions, on the CPU afterwards",
+            "gpu": "H200",
+          },
           figures={f"exact.{k}": R.Figure(float(v)) for k, v in point.items() if "_vs_" in k},
           device=H200,
           commit="f57c191",
