@@ -191,9 +191,12 @@ def test_run_loop_trains_checkpoints_and_resumes_exactly(tmp_path):
   assert agent.step == 4
   for a, b in zip(leaves(agent.params), leaves(whole.state.params)):
     np.testing.assert_array_equal(a, b)
-  state = jax.vmap(agent.env.init)(jax.random.split(jax.random.PRNGKey(0), 3))
-  state = jax.vmap(agent.env.step)(state, jnp.zeros((3,), jnp.int32))
-  actions = agent.search_policy()(state, jax.random.PRNGKey(1))
+  state = jax.jit(
+    lambda k: jax.vmap(agent.env.step)(
+      jax.vmap(agent.env.init)(jax.random.split(k, 3)), jnp.zeros((3,), jnp.int32)
+    )
+  )(jax.random.PRNGKey(0))
+  actions = jax.jit(agent.search_policy())(state, jax.random.PRNGKey(1))
   assert actions.shape == (3,)
 
 

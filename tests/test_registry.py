@@ -59,10 +59,14 @@ def test_restoring_builds_no_learner(agent, tmp_path, monkeypatch):
   for a, b in zip(jax.tree.leaves(from_file.params), jax.tree.leaves(loaded.params)):
     assert (jax.device_get(a) == jax.device_get(b)).all()
   assert loaded.spec is registry.get(agent)
-  state = jax.vmap(loaded.env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
-  state = jax.vmap(loaded.env.step)(state, jax.numpy.zeros((2,), jax.numpy.int32))
+  # Jitted: run op by op, the game and the search took 50 s of CI time.
+  state = jax.jit(
+    lambda k: jax.vmap(loaded.env.step)(
+      jax.vmap(loaded.env.init)(jax.random.split(k, 2)), jax.numpy.zeros((2,), jax.numpy.int32)
+    )
+  )(jax.random.PRNGKey(0))
   for policy in (loaded.greedy_policy(), loaded.search_policy(), loaded.value_policy()):
-    assert policy(state, jax.random.PRNGKey(1)).shape == (2,)
+    assert jax.jit(policy)(state, jax.random.PRNGKey(1)).shape == (2,)
 
 
 def test_the_public_surface():

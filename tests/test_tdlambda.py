@@ -205,9 +205,9 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   assert [e["update_step"] for e in result.evals] == [0, step]
   loaded = agent_lib.load_agent(result.checkpoint_dir)
   assert loaded.step == step and isinstance(loaded.network, ValueModel)
-  state = jax.vmap(loaded.env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
-  policy = loaded.search_policy(loaded.config.search)
-  expected = expectimax(loaded.network, loaded.params, state).action
+  state = jax.jit(jax.vmap(loaded.env.reset))(jax.random.split(jax.random.PRNGKey(3), 4))
+  policy = jax.jit(loaded.search_policy(loaded.config.search))
+  expected = jax.jit(lambda p, s: expectimax(loaded.network, p, s).action)(loaded.params, state)
   np.testing.assert_array_equal(policy(state, jax.random.PRNGKey(0)), expected)
   # evaluate.py's report plays it and names it.
   r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
@@ -227,6 +227,7 @@ def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():
   v = network.root(params, jax.nn.one_hot(jnp.arange(5), 5)).value
   expected = np.array([0.25 * -v[2] + 0.75 * v[3], 0.2, -v[2]])
   policy = registry.get("ndmz").value_policy(network, params, env, discount=1.0)
-  np.testing.assert_allclose(policy.action_values(state)[0], expected, rtol=1e-5, atol=1e-6)
+  values = jax.jit(policy.action_values)(state)
+  np.testing.assert_allclose(values[0], expected, rtol=1e-5, atol=1e-6)
   action = jax.jit(policy)(state, jax.random.PRNGKey(0))
   assert int(action[0]) == int(np.argmax(expected))
