@@ -6,13 +6,12 @@ play scripts."""
 
 import os
 import shutil
-import subprocess
-import sys
 import xml.dom.minidom
 
 import jax
 import numpy as np
 import pytest
+import tiny
 
 import envs
 import envs.bots
@@ -67,17 +66,6 @@ def _error(directory, **kwargs):
   with pytest.raises(ValueError) as e:
     report.evaluate_checkpoint(directory, **kwargs)
   return str(e.value)
-
-
-def _script(name, *args):
-  """Runs `scripts/<name>.py` as a user would (the installed package)."""
-  return subprocess.run(
-    [sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"), *args],
-    capture_output=True,
-    text=True,
-    timeout=600,
-    cwd=ROOT,
-  )
 
 
 def test_missing_path_is_a_clear_error(tmp_path):
@@ -176,7 +164,7 @@ def test_tiny_end_to_end_evaluation(game, tmp_path):
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_nannon_evaluation_cli_with_exact_scores_and_diagnostics(nannon_ckpt, tmp_path):
   out_json = str(tmp_path / "e.json")
-  out = _script(
+  out = tiny.run_script(
     "evaluate",
     "--checkpoint",
     nannon_ckpt,
@@ -251,15 +239,17 @@ def test_odd_games_in_a_two_player_game(nannon_ckpt):
 
 def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
   missing = str(tmp_path / "nope")
-  out = _script("evaluate", "--checkpoint", missing)
+  out = tiny.run_script("evaluate", "--checkpoint", missing)
   assert out.returncode == 2 and "does not exist" in out.stderr and missing in out.stderr
   assert "Traceback" not in out.stderr
-  out = _script("evaluate", "--bot", "random")
+  out = tiny.run_script("evaluate", "--bot", "random")
   assert out.returncode == 2 and "--bot needs --env" in out.stderr
-  out = _script("evaluate", "--env", "nannon", "--bot", "random", "--agent", "policy")
+  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "random", "--agent", "policy")
   assert out.returncode == 2 and "--agent must be one of" in out.stderr and "'policy'" in out.stderr
   assert "Traceback" not in out.stderr
-  out = _script("evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy")
+  out = tiny.run_script(
+    "evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy"
+  )
   assert out.returncode == 2 and "cannot go with --no-extra" in out.stderr
 
 
@@ -281,7 +271,7 @@ def test_bot_errors_name_the_game_and_list_only_its_bots():
     str(e.value)
   )
   assert "optimal" not in str(e.value) and "greedy" not in str(e.value)
-  out = _script("evaluate", "--env", "nannon", "--bot", "nosuchbot")
+  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "nosuchbot")
   assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
   assert "error: unknown bot 'nosuchbot' for nannon; valid: random, optimal " in out.stderr
 

@@ -4,8 +4,6 @@ of a compiled step (`profiling.sequential_ops`), `--devices auto`
 
 import json
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -126,21 +124,15 @@ def test_sequential_ops_count_loop_bodies_times_trips():
 
 def test_benchmark_scale_writes_rows(tmp_path):
   out = tmp_path / "scale.json"
-  proc = subprocess.run(
-    [
-      sys.executable,
-      os.path.join(ROOT, "scripts", "benchmark_scale.py"),
-      "--env=catch",
-      "--lanes",
-      "8",  # one setting (each compiles the step; `scale` has its own tests)
-      "--repeats=1",
-      f"--json={out}",
-      *tiny.TINY,
-    ],
-    capture_output=True,
-    text=True,
+  proc = tiny.run_script(
+    "benchmark_scale",
+    "--env=catch",
+    "--lanes",
+    "8",  # one setting (each compiles the step; `scale` has its own tests)
+    "--repeats=1",
+    f"--json={out}",
+    *tiny.TINY,
     timeout=900,
-    cwd=ROOT,
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
   rows = json.loads(out.read_text())
@@ -154,29 +146,24 @@ def test_benchmark_scale_writes_rows(tmp_path):
 def test_benchmark_scale_bad_lanes_is_a_clear_error():
   # Catch's config: 32 lanes, batch 128; 3 lanes would be 12 rows, 5 lanes 20, but
   # batch 100 over 32 lanes makes 3 lanes 9.375 rows.
-  script = os.path.join(ROOT, "scripts", "benchmark_scale.py")
-  args = [sys.executable, script, "--env=catch", "train.batch_size=100", "--lanes", "3"]
-  proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+  proc = tiny.run_script(
+    "benchmark_scale", "--env=catch", "train.batch_size=100", "--lanes", "3", timeout=300
+  )
   assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
   assert "error: 3 lanes give a batch of 9.375 rows" in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow  # four compilations of the step: a few minutes on a 2-core CPU
 def test_benchmark_devices_prints_every_setting_against_the_pinned_core():
-  proc = subprocess.run(
-    [
-      sys.executable,
-      os.path.join(ROOT, "scripts", "benchmark_devices.py"),
-      "--env=catch",
-      "--devices",
-      "2",
-      "--rounds=1",
-      "--repeats=1",
-      "--ceiling",
-      *tiny.TINY,
-    ],
-    capture_output=True,
-    text=True,
+  proc = tiny.run_script(
+    "benchmark_devices",
+    "--env=catch",
+    "--devices",
+    "2",
+    "--rounds=1",
+    "--repeats=1",
+    "--ceiling",
+    *tiny.TINY,
     timeout=900,
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -193,11 +180,5 @@ def test_benchmark_devices_prints_every_setting_against_the_pinned_core():
 
 
 def test_benchmark_devices_bad_preset_is_a_clear_error():
-  proc = subprocess.run(
-    [sys.executable, os.path.join(ROOT, "scripts", "benchmark_devices.py"), "--env=catch"]
-    + ["--preset=gpu"],
-    capture_output=True,
-    text=True,
-    timeout=120,
-  )
+  proc = tiny.run_script("benchmark_devices", "--env=catch", "--preset=gpu", timeout=120)
   assert proc.returncode == 2 and "unknown preset 'gpu'; presets: cpu, per-device" in proc.stderr

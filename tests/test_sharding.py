@@ -17,6 +17,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+import tiny
 
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
@@ -243,21 +244,15 @@ def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
 def test_cli_non_dividing_devices_is_one_line_exit_2(tmp_path):
   # With the sizes global (--preset cpu); sized per device (the default) any
   # device count divides them.
-  out = subprocess.run(
-    [
-      sys.executable,
-      os.path.join(ROOT, "scripts", "train.py"),
-      "--env=catch",
-      "--devices=3",
-      "--preset=cpu",
-      f"--logdir={tmp_path}",
-      "--no-progress",
-      *TINY,
-    ],
-    cwd=ROOT,
+  out = tiny.run_script(
+    "train",
+    "--env=catch",
+    "--devices=3",
+    "--preset=cpu",
+    f"--logdir={tmp_path}",
+    "--no-progress",
+    *TINY,
     env=_env(),
-    capture_output=True,
-    text=True,
     timeout=300,
   )
   assert out.returncode == 2, out.stdout + out.stderr

@@ -1,5 +1,6 @@
 """The tiny training config the tests share: every shipped config (anakin_mz/configs/),
-shrunk so that a training step compiles and runs in seconds on a CPU.
+shrunk so that a training step compiles and runs in seconds on a CPU; and
+`run_script`, a tool of scripts/ run as a user runs it.
 
 Tests import it as `import tiny` (pytest puts tests/ on the path). Tests that
 use the same overrides compile the same programs, which the persistent XLA
@@ -9,6 +10,9 @@ cache of conftest.py then shares.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from typing import Mapping, Optional
 
 from anakin_mz import config as config_lib
 
@@ -42,3 +46,18 @@ def config_path(name: str) -> str:
 def tiny_config(name: str, *extra: str) -> config_lib.Config:
   """The shipped config <name> with the TINY overrides, then `extra`."""
   return config_lib.load(config_path(name), list(TINY) + list(extra))
+
+
+def run_script(
+  name: str, *args: str, timeout: float = 600, env: Optional[Mapping[str, str]] = None
+) -> subprocess.CompletedProcess:
+  """Runs `scripts/<name>.py ARGS` from the checkout's root as a user would
+  (a fresh process, the installed package), its output captured as text."""
+  return subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"), *args],
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+    cwd=ROOT,
+    env=None if env is None else dict(env),
+  )
