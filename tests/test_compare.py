@@ -266,6 +266,25 @@ def test_a_games_budget_reports_each_round_with_its_interval(tmp_path):
   assert "figure2.png" in {os.path.basename(p) for p in paths}
 
 
+def test_the_search_exact_score_and_its_match_get_distinct_columns():
+  """`--score paper` scores the search exactly and in a match against the
+  same opponent: the two keep their prefixes, so no two columns share a
+  name; a key alone under its short name loses the prefix."""
+  row = {
+    "label": "ndmz_s0", "agent": "ndmz", "seed": 0, "update_step": 40, "env_steps": 900.0,
+    "games": 612.0, "train_s": 60.0, "exact/search_vs_optimal": 0.39,
+    "match/search_vs_optimal": 0.4, "match/search_vs_optimal_low": 0.37,
+    "match/search_vs_optimal_high": 0.43, "exact/greedy_vs_optimal": 0.38,
+  }  # fmt: skip
+  text = compare.markdown({"ndmz_s0": [row]}, compare.Budget("games", 900, 600), "t")
+  lines = text.splitlines()
+  head = [c.strip() for c in lines[2].strip("|").split("|")]
+  assert head[6:] == ["greedy_vs_optimal", "exact/search_vs_optimal", "match/search_vs_optimal"]
+  assert lines[3 + 1].split(" | ")[6:] == ["0.3800", "0.3900", "0.4000 |"]
+  assert "exact/search_vs_optimal by round (300 self-play games each):" in lines
+  assert "match/search_vs_optimal by round (300 self-play games each):" in lines
+
+
 def test_the_paper_scoring_refuses_what_it_cannot_score():
   with pytest.raises(ValueError, match="at least one opponent"):
     compare.PaperScoring(opponents=())

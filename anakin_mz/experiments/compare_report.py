@@ -52,6 +52,15 @@ def _short(key: str) -> str:
   return key.split("/", 1)[-1]
 
 
+def column_names(keys: List[str]) -> Dict[str, str]:
+  """Each score key's column name: the key without its evaluator's prefix
+  ("exact/", "match/", "eval/"), unless another key would then share the
+  name (`--score paper` has the search's exact score and its match against
+  the same opponent): those keep the whole key."""
+  shorts = [_short(k) for k in keys]
+  return {k: s if shorts.count(s) == 1 else k for k, s in zip(keys, shorts)}
+
+
 def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: str = "") -> str:
   """The comparison as Markdown: the last scored point of each run, then
   the scores at equal env steps and at equal wall-clock (linear
@@ -64,7 +73,8 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
   )
   dyn = [k for k in dyn if _dyn_metric(k) in FIGURE3_METRICS]
   lines = [f"## {title}", ""] if title else []
-  head = ["run", "agent", "seed", "updates", "env steps", "train min"] + [_short(k) for k in keys]
+  names = column_names(keys)
+  head = ["run", "agent", "seed", "updates", "env steps", "train min"] + [names[k] for k in keys]
   lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
   for label, rs in rows.items():
     if not rs:
@@ -79,7 +89,7 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
     ("train_s", "train minutes", "{:.1f}", _grid(rows, "train_s", 1 / 60)),
   ):
     for k in keys[:2]:  # the exact scores (the first two) at equal budget
-      lines += ["", f"{_short(k)} at equal {name}:", ""]
+      lines += ["", f"{names[k]} at equal {name}:", ""]
       labels = [label for label, rs in rows.items() if rs]
       lines += ["| " + name + " | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
       for x in grid:
@@ -112,9 +122,10 @@ def _by_round(rows, keys: List[str], every: float) -> List[str]:
   scored when the step that reached its games ends, so a round's games run
   a few over), a match's score with its 95 % interval."""
   labels = [label for label, rs in rows.items() if rs]
+  names = column_names(keys)
   lines: List[str] = []
   for k in keys:
-    lines += ["", f"{_short(k)} by round ({every:g} self-play games each):", ""]
+    lines += ["", f"{names[k]} by round ({every:g} self-play games each):", ""]
     lines += ["| round | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
     by = {label: {round(r.get("games", 0.0) / every): r for r in rows[label]} for label in labels}
     for n in sorted({n for b in by.values() for n in b}):
