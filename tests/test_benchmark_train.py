@@ -1,14 +1,9 @@
 """scripts/benchmark_train.py: clear errors for bad input; a tiny profile
 prints the breakdown and both paths' end-to-end figures."""
 
-import os
-import subprocess
-import sys
-
 import pytest
+import tiny
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
-SCRIPT = os.path.join(ROOT, "scripts", "benchmark_train.py")
 TINY = [
   "network.hidden=[8]",
   "network.latent_dim=4",
@@ -23,9 +18,7 @@ TINY = [
 
 
 def _run(*args):
-  return subprocess.run(
-    [sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=900, cwd=ROOT
-  )
+  return tiny.run_script("benchmark_train", *args, timeout=900)
 
 
 @pytest.mark.parametrize(

@@ -73,13 +73,7 @@ print(json.dumps({"devices": jax.device_count(), "processes": jax.process_count(
 
 
 def _env(**extra):
-  env = dict(
-    os.environ,
-    JAX_PLATFORMS="cpu",
-    JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir or "",
-    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
-    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
-  )
+  env = dict(os.environ, JAX_PLATFORMS="cpu")  # the session's XLA cache: conftest
   env.pop("XLA_FLAGS", None)
   env.update(extra)
   return env

@@ -16,25 +16,12 @@ from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 
-def _run(*args, cwd=ROOT, timeout=300):
-  env = dict(  # the test session's XLA compile cache
-    os.environ,
-    JAX_PLATFORMS="cpu",
-    JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
-    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
-    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
-  )
-  return subprocess.run(
-    [sys.executable, TRAIN, *args],
-    capture_output=True,
-    text=True,
-    timeout=timeout,
-    cwd=cwd,
-    env=env,
-  )
+def _run(*args):
+  """train.py in a fresh process on the CPU (the test session's XLA cache:
+  conftest)."""
+  return tiny.run_script("train", *args, timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
 
 
 @pytest.mark.parametrize(
