@@ -294,7 +294,8 @@ def run_bar(
     }
     _write(record_path, record)
   if "evaluation" not in record or reevaluate:
-    log(f"[{bar.name} seed {seed}] evaluating {bar.games} games vs {bar.opponent or 'itself'}")
+    against = bar.opponent or "random (the default; a one-player game plays alone)"
+    log(f"[{bar.name} seed {seed}] evaluating {bar.games} games against {against}")
     evaluation = report.evaluate_checkpoint(
       os.path.join(logdir, "checkpoints"),
       opponent=bar.opponent,
