@@ -18,10 +18,11 @@ from anakin_mz import config as config_lib
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
-def _run(*args):
+def _run(*args, cwd=None, timeout=300):
   """train.py in a fresh process on the CPU (the test session's XLA cache:
-  conftest)."""
-  return tiny.run_script("train", *args, timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+  conftest), from `cwd` (default the checkout's root)."""
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  return tiny.run_script("train", *args, timeout=timeout, env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize(

@@ -49,15 +49,20 @@ def tiny_config(name: str, *extra: str) -> config_lib.Config:
 
 
 def run_script(
-  name: str, *args: str, timeout: float = 600, env: Optional[Mapping[str, str]] = None
+  name: str,
+  *args: str,
+  timeout: float = 600,
+  env: Optional[Mapping[str, str]] = None,
+  cwd: Optional[str] = None,
 ) -> subprocess.CompletedProcess:
-  """Runs `scripts/<name>.py ARGS` from the checkout's root as a user would
-  (a fresh process, the installed package), its output captured as text."""
+  """Runs `scripts/<name>.py ARGS` as a user would (a fresh process, the
+  installed package), from `cwd` (default the checkout's root), its output
+  captured as text."""
   return subprocess.run(
     [sys.executable, os.path.join(ROOT, "scripts", f"{name}.py"), *args],
     capture_output=True,
     text=True,
     timeout=timeout,
-    cwd=ROOT,
+    cwd=ROOT if cwd is None else cwd,
     env=None if env is None else dict(env),
   )
