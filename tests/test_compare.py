@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tiny
 
-from anakin_mz.experiments import compare
+from anakin_mz.experiments import compare, compare_report
 from anakin_mz.experiments import records as records_lib
 from anakin_mz import config as config_lib
 
@@ -263,6 +263,34 @@ def test_a_games_budget_reports_each_round_with_its_interval(tmp_path):
   i = lines.index("greedy_vs_optimal by round (300 self-play games each):")
   assert lines[i + 4 : i + 6] == ["| 0 | 0.3000 |", "| 2 | 0.4500 |"]
   paths = compare.write_report(str(tmp_path), rows, compare.Budget("games", 900, 600))
+  assert "figure2.png" in {os.path.basename(p) for p in paths}
+
+
+def test_td_lambda_is_a_flat_line_at_its_last_point(tmp_path):
+  """The paper draws TD(lambda) as a level across Figure 2: its run's last
+  score, per score key it has; the searching agents stay curves."""
+
+  def row(agent, games, win, value=None):
+    r = {
+      "label": f"{agent}_s0", "agent": agent, "seed": 0, "update_step": int(games),
+      "env_steps": 25.0 * games, "games": games, "train_s": 1.0 * games,
+      "match/search_vs_optimal": win,
+    }  # fmt: skip
+    if value is not None:
+      r["exact/value_vs_optimal"] = value
+    return r
+
+  rows = {
+    "ndmz_s0": [row("ndmz", 0.0, 0.1), row("ndmz", 600.0, 0.4)],
+    "tdlambda_s0": [row("tdlambda", 0.0, 0.2, 0.25), row("tdlambda", 3000.0, 0.43, 0.41)],
+  }
+  assert compare_report.flat_lines(rows, "match/search_vs_optimal") == {"tdlambda_s0": 0.43}
+  assert compare_report.flat_lines(rows, "exact/value_vs_optimal") == {"tdlambda_s0": 0.41}
+  assert compare_report.flat_lines({"ndmz_s0": rows["ndmz_s0"]}, "match/search_vs_optimal") == {}
+  text = compare.markdown(rows, compare.Budget("games", 3000, 300))
+  assert "- tdlambda_s0 search_vs_optimal: 0.4300" in text.splitlines()
+  assert "- tdlambda_s0 value_vs_optimal: 0.4100" in text.splitlines()
+  paths = compare.write_report(str(tmp_path), rows, compare.Budget("games", 3000, 300))
   assert "figure2.png" in {os.path.basename(p) for p in paths}
 
 

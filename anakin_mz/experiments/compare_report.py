@@ -24,6 +24,12 @@ ROUND_GAMES = 300
 
 # The paper's two dynamics tests (Figure 3).
 FIGURE3_METRICS = ("top_move", "uniform")
+
+# Agents the paper draws as a flat line across Figure 2, not as a curve over
+# rounds: TD(lambda), "trained to its plateau" (section 4.2), is a reference
+# level for the searching agents, and its own rounds would stretch the
+# rounds axis far past theirs.
+FLAT_AGENTS = ("tdlambda",)
 # ---------------------------------------------------------------- report ----
 
 
@@ -38,6 +44,18 @@ def score_keys(rows: Dict[str, List[Dict[str, object]]]) -> List[str]:
   """The headline scores present, exact evaluators first."""
   keys = sorted({k for rs in rows.values() for r in rs for k in r if _is_headline(k)})
   return sorted(keys, key=lambda k: (k.startswith("eval/"), k))
+
+
+def flat_lines(rows: Dict[str, List[Dict[str, object]]], key: str) -> Dict[str, float]:
+  """The level at which each run of a `FLAT_AGENTS` agent is drawn for
+  `key`: its last scored point (where its training stopped, at its
+  plateau); {run label: score}, runs without `key` left out."""
+  out: Dict[str, float] = {}
+  for label, rs in rows.items():
+    pts = [r for r in rs if key in r]
+    if pts and str(pts[0]["agent"]) in FLAT_AGENTS:
+      out[label] = float(pts[-1][key])
+  return out
 
 
 def _interp(rows, x_key: str, y_key: str, x: float) -> Optional[float]:
@@ -101,6 +119,10 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
         lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
   if budget.unit == "games":
     lines += _by_round(rows, keys, ROUND_GAMES)
+  flat = [(label, k, v) for k in keys for label, v in flat_lines(rows, k).items()]
+  if flat:
+    lines += ["", "drawn as flat lines in Figure 2 (each run's last scored point):", ""]
+    lines += [f"- {label} {names[k]}: {v:.4f}" for label, k, v in flat]
   if dyn:
     lines += ["", "dynamics tests at the last scored point (success rate by depth k):", ""]
     head = ["run"] + [_short(k) for k in dyn]
@@ -171,7 +193,8 @@ def figures(
   """Figure 2 style (`figure2.png`: each exact score against env steps and
   against training minutes, and against rounds of `round_games` self-play
   games where given, one line per run, one colour per agent; a match's
-  score with its Wilson band) and
+  score with its Wilson band; a `FLAT_AGENTS` run as a dashed level at its
+  last point) and
   Figure 3 style (`figure3_<run>.png`: the two dynamics tests against the
   training step, one line per depth, via `plots.plot_dynamics`). Needs
   matplotlib. Returns the paths written."""
@@ -205,9 +228,19 @@ def figures(
     for col, k in enumerate(keys):
       for row_i, (x_key, xlabel, scale) in enumerate(x_axes):
         ax = axes[row_i, col]
+        flat = flat_lines(rows, k)
         for label, rs in rows.items():
           pts = [r for r in rs if k in r and x_key in r]
           if not pts:
+            continue
+          if label in flat:
+            ax.axhline(
+              flat[label],
+              color=colours[str(pts[0]["agent"])],
+              linestyle="--",
+              linewidth=1.2,
+              label=f"{label} at its last point ({flat[label]:.3f})",
+            )
             continue
           if k + "_low" in pts[0]:  # a sampled score: its 95 % interval as a band
             ax.fill_between(
