@@ -343,12 +343,6 @@ def test_bad_override_values_are_clear_errors(text, message):
 # ------------------------------------------------------------ the CLI, in processes
 
 
-def _env():
-  """Subprocesses on the CPU; they share the test session's XLA compile
-  cache through the environment (conftest)."""
-  return dict(os.environ, JAX_PLATFORMS="cpu")
-
-
 def _train_cmd(logdir, *extra):
   return [
     sys.executable,
@@ -368,7 +362,7 @@ def _start_and_wait_for_checkpoint(logdir):
   proc = subprocess.Popen(
     _train_cmd(logdir),
     cwd=ROOT,
-    env=_env(),
+    env=tiny_lib.cpu_env(),
     stdout=subprocess.PIPE,
     stderr=subprocess.STDOUT,
     text=True,
@@ -388,7 +382,7 @@ def _resume(logdir, updates):
   out = subprocess.run(
     _train_cmd(logdir, "--resume", f"--updates={updates}"),
     cwd=ROOT,
-    env=_env(),
+    env=tiny_lib.cpu_env(),
     capture_output=True,
     text=True,
     timeout=300,
@@ -443,7 +437,7 @@ def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
       "train.checkpoint_every=4",
     ],
     cwd=ROOT,
-    env=_env(),
+    env=tiny_lib.cpu_env(),
     capture_output=True,
     text=True,
     timeout=300,
@@ -470,7 +464,7 @@ def test_cli_overrides_after_options(tmp_path):
       "train.checkpoint_every=4",
     ],
     cwd=ROOT,
-    env=_env(),
+    env=tiny_lib.cpu_env(),
     capture_output=True,
     text=True,
     timeout=300,

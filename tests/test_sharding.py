@@ -73,8 +73,8 @@ print(json.dumps({"devices": jax.device_count(), "processes": jax.process_count(
 
 
 def _env(**extra):
-  env = dict(os.environ, JAX_PLATFORMS="cpu")  # the session's XLA cache: conftest
-  env.pop("XLA_FLAGS", None)
+  env = tiny.cpu_env()
+  env.pop("XLA_FLAGS", None)  # each worker sets its own device count
   env.update(extra)
   return env
 

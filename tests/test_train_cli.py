@@ -21,8 +21,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 def _run(*args, cwd=None, timeout=300):
   """train.py in a fresh process on the CPU (the test session's XLA cache:
   conftest), from `cwd` (default the checkout's root)."""
-  env = dict(os.environ, JAX_PLATFORMS="cpu")
-  return tiny.run_script("train", *args, timeout=timeout, env=env, cwd=cwd)
+  return tiny.run_script("train", *args, timeout=timeout, env=tiny.cpu_env(), cwd=cwd)
 
 
 @pytest.mark.parametrize(
@@ -164,7 +163,7 @@ def test_host_devices(devices, count):
     text=True,
     timeout=120,
     cwd=ROOT,
-    env=dict(os.environ, JAX_PLATFORMS="cpu"),
+    env=tiny.cpu_env(),
   )
   assert out.returncode == 0, out.stderr
   expected = count or len(os.sched_getaffinity(0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from anakin_mz import config as config_lib
 
@@ -46,6 +46,12 @@ def config_path(name: str) -> str:
 def tiny_config(name: str, *extra: str) -> config_lib.Config:
   """The shipped config <name> with the TINY overrides, then `extra`."""
   return config_lib.load(config_path(name), list(TINY) + list(extra))
+
+
+def cpu_env(**extra: str) -> Dict[str, str]:
+  """This process's environment for a subprocess on the CPU (it inherits
+  the test session's XLA compile cache, set by conftest), plus `extra`."""
+  return dict(os.environ, JAX_PLATFORMS="cpu", **extra)
 
 
 def run_script(

@@ -26,10 +26,12 @@ ROUND_GAMES = 300
 FIGURE3_METRICS = ("top_move", "uniform")
 
 # Agents the paper draws as a flat line across Figure 2, not as a curve over
-# rounds: TD(lambda), "trained to its plateau" (section 4.2), is a reference
-# level for the searching agents, and its own rounds would stretch the
-# rounds axis far past theirs.
+# rounds: TD(lambda), "the average results of a trained TD-Lambda agent"
+# (Figure 2's caption; trained to its plateau), is a reference level for the
+# searching agents, and its own rounds would stretch the rounds axis far
+# past theirs.
 FLAT_AGENTS = ("tdlambda",)
+
 # ---------------------------------------------------------------- report ----
 
 
@@ -48,13 +50,16 @@ def score_keys(rows: Dict[str, List[Dict[str, object]]]) -> List[str]:
 
 def flat_lines(rows: Dict[str, List[Dict[str, object]]], key: str) -> Dict[str, float]:
   """The level at which each run of a `FLAT_AGENTS` agent is drawn for
-  `key`: its last scored point (where its training stopped, at its
-  plateau); {run label: score}, runs without `key` left out."""
+  `key`: the mean of its scored points in the second half of its training
+  (by update step; a trained agent's average, the paper's line, with less
+  of one match's noise than its last point); {run label: level}, runs
+  without `key` left out."""
   out: Dict[str, float] = {}
   for label, rs in rows.items():
     pts = [r for r in rs if key in r]
     if pts and str(pts[0]["agent"]) in FLAT_AGENTS:
-      out[label] = float(pts[-1][key])
+      half = float(pts[-1]["update_step"]) / 2
+      out[label] = float(np.mean([r[key] for r in pts if float(r["update_step"]) >= half]))
   return out
 
 
@@ -121,7 +126,8 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
     lines += _by_round(rows, keys, ROUND_GAMES)
   flat = [(label, k, v) for k in keys for label, v in flat_lines(rows, k).items()]
   if flat:
-    lines += ["", "drawn as flat lines in Figure 2 (each run's last scored point):", ""]
+    head = "drawn as flat lines in Figure 2 (each run's mean over the second half of its training):"
+    lines += ["", head, ""]
     lines += [f"- {label} {names[k]}: {v:.4f}" for label, k, v in flat]
   if dyn:
     lines += ["", "dynamics tests at the last scored point (success rate by depth k):", ""]
@@ -193,8 +199,8 @@ def figures(
   """Figure 2 style (`figure2.png`: each exact score against env steps and
   against training minutes, and against rounds of `round_games` self-play
   games where given, one line per run, one colour per agent; a match's
-  score with its Wilson band; a `FLAT_AGENTS` run as a dashed level at its
-  last point) and
+  score with its Wilson band; a `FLAT_AGENTS` run as a dashed level, its
+  trained average, `flat_lines`) and
   Figure 3 style (`figure3_<run>.png`: the two dynamics tests against the
   training step, one line per depth, via `plots.plot_dynamics`). Needs
   matplotlib. Returns the paths written."""
@@ -239,7 +245,7 @@ def figures(
               color=colours[str(pts[0]["agent"])],
               linestyle="--",
               linewidth=1.2,
-              label=f"{label} at its last point ({flat[label]:.3f})",
+              label=f"{label}, trained ({flat[label]:.3f})",
             )
             continue
           if k + "_low" in pts[0]:  # a sampled score: its 95 % interval as a band
