@@ -84,11 +84,17 @@ def column_names(keys: List[str]) -> Dict[str, str]:
   return {k: s if shorts.count(s) == 1 else k for k, s in zip(keys, shorts)}
 
 
-def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: str = "") -> str:
+def markdown(
+  rows: Dict[str, List[Dict[str, object]]],
+  budget: Budget,
+  title: str = "",
+  reference: Optional[Dict[str, float]] = None,
+) -> str:
   """The comparison as Markdown: the last scored point of each run, then
   the scores at equal env steps and at equal wall-clock (linear
   interpolation between scored points; an empty cell is past that run's
-  last point)."""
+  last point), by round for a games budget, and the `flat_lines` levels
+  (not of the game's `reference` scores, which no agent plays)."""
   keys = score_keys(rows)
   dyn = sorted(
     {k for rs in rows.values() for r in rs for k in r if k.startswith("dynamics/")},
@@ -124,7 +130,8 @@ def markdown(rows: Dict[str, List[Dict[str, object]]], budget: Budget, title: st
         lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
   if budget.unit == "games":
     lines += _by_round(rows, keys, ROUND_GAMES)
-  flat = [(label, k, v) for k in keys for label, v in flat_lines(rows, k).items()]
+  played = [k for k in keys if _short(k) not in (reference or {})]
+  flat = [(label, k, v) for k in played for label, v in flat_lines(rows, k).items()]
   if flat:
     head = "drawn as flat lines in Figure 2 (each run's mean over the second half of its training):"
     lines += ["", head, ""]
@@ -325,7 +332,7 @@ def write_report(
   """`<out>/compare.md` (the tables, the reference scores, the figures'
   links) and the figures; returns the paths written."""
   written = figures(rows, out, reference, ROUND_GAMES if budget.unit == "games" else None)
-  text = markdown(rows, budget, title)
+  text = markdown(rows, budget, title, reference)
   if reference:
     text += "\nreference: " + ", ".join(f"{k} {v:.4f}" for k, v in reference.items()) + "\n"
   text += "".join(f"\n![{os.path.basename(p)}]({os.path.basename(p)})\n" for p in written)
