@@ -241,7 +241,8 @@ def figures(
     for col, k in enumerate(keys):
       for row_i, (x_key, xlabel, scale) in enumerate(x_axes):
         ax = axes[row_i, col]
-        flat = flat_lines(rows, k)
+        # The game's reference scores (no agent's level) get no flat line.
+        flat = {} if _short(k) in (reference or {}) else flat_lines(rows, k)
         for label, rs in rows.items():
           pts = [r for r in rs if k in r and x_key in r]
           if not pts:
