@@ -229,6 +229,20 @@ def test_merge_links_the_runs_of_several_comparisons(tmp_path):
   c = _fake_comparison(str(tmp_path / "c"), [("ndmz", 2)], budget_total=16.0)
   with pytest.raises(ValueError, match="other settings.*budget"):
     compare.merge(str(tmp_path / "ac"), [a, c])
+  # TD(lambda), drawn as a level, may have trained on its own config and
+  # budget (to its plateau), on the same game; it never sets the settings.
+  td = _fake_comparison(str(tmp_path / "td"), [("tdlambda", 0)], budget_total=30.0)
+  with open(os.path.join(td, compare.SPEC_FILE)) as f:
+    td_spec = dict(json.load(f), config="/td.yaml")
+  with open(os.path.join(td, compare.SPEC_FILE), "w") as f:
+    json.dump(td_spec, f)
+  merged = compare.merge(str(tmp_path / "tda"), [td, a])
+  assert merged["config"] == "/c.yaml" and merged["budget"]["total"] == 8.0
+  assert [r["agent"] for r in merged["runs"]] == ["tdlambda", "ndmz", "alphazero"]
+  with open(os.path.join(td, compare.SPEC_FILE), "w") as f:
+    json.dump(dict(td_spec, title="nannon {'points': 12}: tdlambda, seeds 0"), f)
+  with pytest.raises(ValueError, match="other settings \\(game: \"nannon {'points': 6}\""):
+    compare.merge(str(tmp_path / "tdb"), [a, td])
   with pytest.raises(ValueError, match="'ndmz_s0' is in both"):
     compare.merge(str(tmp_path / "aa"), [a, a])
   with pytest.raises(ValueError, match="at least two"):

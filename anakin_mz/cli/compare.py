@@ -85,7 +85,8 @@ def main(argv=None, prog=None) -> int:
     "--merge",
     nargs="+",
     metavar="DIR",
-    help="report over the runs of these comparisons (same settings) in --out",
+    help="report over the runs of these comparisons in --out (same settings; a "
+    "TD(lambda)-only one: the same game)",
   )
   parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train.py)")
   args = parser.parse_intermixed_args(argv)

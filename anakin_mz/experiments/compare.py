@@ -45,6 +45,7 @@ import numpy as np
 
 from anakin_mz import config as config_lib
 from anakin_mz.experiments.compare_report import FIGURE3_METRICS as FIGURE3_METRICS
+from anakin_mz.experiments.compare_report import FLAT_AGENTS
 from anakin_mz.experiments.compare_report import _is_headline, references, write_report
 from anakin_mz.experiments.compare_report import figures as figures
 from anakin_mz.experiments.compare_report import markdown as markdown
@@ -526,7 +527,10 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   each trained on its own core): `out/compare.json` lists every run, and
   `out/<label>` links to each run directory (absolute symbolic links; the
   runs stay where they are). The comparisons must share their settings
-  (config, overrides, budget, eval games) and name each run once. `out`
+  (config, overrides, budget, eval games) and name each run once; a
+  comparison of `FLAT_AGENTS` runs only (TD(lambda), drawn as a level) needs
+  only the same game and eval games (its own config and budget: the paper
+  trains it to its plateau). `out`
   may already hold the same merge, or a merge of some of these runs (it is
   written again); any other comparison there is refused. The runs are
   listed agent by agent (in order of first appearance), seeds ascending.
@@ -536,12 +540,27 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
     raise ValueError(f"--merge needs at least two comparisons, got {len(sources)}")
   specs = [read_spec(src) for src in sources]
 
-  def differing(spec):  # the settings in which `spec` is not the first source's
-    return [k for k in MERGED_SETTINGS if spec.get(k) != specs[0].get(k)]
+  def game(spec) -> str:  # the title's "<env> <params>"
+    return str(spec.get("title", "")).rsplit(": ", 1)[0]
 
-  for src, spec in zip(sources[1:], specs[1:]):
+  def flat_only(spec) -> bool:
+    return all(r["agent"] in FLAT_AGENTS for r in spec["runs"])
+
+  # The settings come from the first comparison of searching agents.
+  first = next((i for i, spec in enumerate(specs) if not flat_only(spec)), 0)
+  base, base_src = specs[first], sources[first]
+
+  def setting(spec, k):
+    return game(spec) if k == "game" else spec.get(k)
+
+  def differing(spec):  # the settings in which `spec` is not the base's
+    keys = ("game", "eval_games") if flat_only(spec) and spec is not base else MERGED_SETTINGS
+    return [k for k in keys if setting(spec, k) != setting(base, k)]
+
+  for src, spec in zip(sources, specs):
     diffs = [
-      f"{k}: {specs[0].get(k)!r} in {sources[0]!r}, {spec.get(k)!r} there" for k in differing(spec)
+      f"{k}: {setting(base, k)!r} in {base_src!r}, {setting(spec, k)!r} there"
+      for k in differing(spec)
     ]
     if diffs:
       raise ValueError(f"cannot merge {src!r}: other settings ({'; '.join(diffs)})")
@@ -576,8 +595,8 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   seeds = sorted({r["seed"] for r in runs})
   agents = list(dict.fromkeys(r["agent"] for r in runs))
   runs.sort(key=lambda r: (agents.index(r["agent"]), r["seed"]))  # an agent's seeds together
-  title = specs[0].get("title", "").rsplit(": ", 1)[0]  # "<env> <params>: <agents>, seeds .."
-  spec = {k: specs[0][k] for k in MERGED_SETTINGS}
+  title = game(base)  # "<env> <params>: <agents>, seeds .."
+  spec = {k: base[k] for k in MERGED_SETTINGS}
   spec.update(runs=runs, title=f"{title}: {','.join(agents)}, seeds {' '.join(map(str, seeds))}")
   with open(os.path.join(out, SPEC_FILE), "w", encoding="utf-8") as f:
     json.dump(spec, f, indent=1)
