@@ -317,6 +317,20 @@ def test_td_lambda_is_a_flat_line_at_its_trained_average(tmp_path):
   assert "figure2.png" in {os.path.basename(p) for p in paths}
 
 
+def test_games_played_past_the_last_scored_point_are_counted_on_resume():
+  """A chunk that trained on and lost its scoring (interrupted) left a
+  checkpoint past the last row: its games count toward the next round, at
+  the games per env step measured so far (else the rounds would shift)."""
+  last = {"env_steps": 1000.0, "games": 40.0}
+  # The first step after resuming: 100 transitions taking the total to 1,700.
+  step = {"env_steps": 1700.0, "transitions": 100.0, "episodes": 5.0}
+  assert compare.unscored_games(last, step) == 600.0 * 0.04
+  assert compare.unscored_games(last, dict(step, env_steps=1100.0)) == 0.0  # resumed at the row
+  assert compare.unscored_games(None, step) == 0.0  # a fresh run
+  untrained = {"env_steps": 0.0, "games": 0.0}  # from the untrained point: this step's rate
+  assert compare.unscored_games(untrained, dict(step, episodes=4.0)) == 1600.0 * 0.04
+
+
 def test_the_search_exact_score_and_its_match_get_distinct_columns():
   """`--score paper` scores the search exactly and in a match against the
   same opponent: the two keep their prefixes, so no two columns share a

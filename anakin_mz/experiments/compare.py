@@ -264,6 +264,26 @@ def score_paper(
   return out
 
 
+def unscored_games(last: Optional[Mapping[str, object]], first_step: Mapping[str, float]) -> float:
+  """The self-play games a run played between its last scored point `last`
+  (a row, or None) and the checkpoint a chunk resumed from, given the
+  chunk's first step row: 0 unless a chunk trained on and its scoring was
+  cut (its checkpoint saved, no row). The run keeps no game count, so they
+  are estimated from the env steps in between at the games per env step of
+  `last` (or, from the untrained point, of this step)."""
+  if last is None:
+    return 0.0
+  resumed_at = first_step["env_steps"] - first_step["transitions"]
+  gap = resumed_at - float(last["env_steps"])
+  if gap < 1.0:
+    return 0.0
+  if float(last["env_steps"]) > 0 and float(last.get("games", 0.0)) > 0:
+    rate = float(last["games"]) / float(last["env_steps"])
+  else:
+    rate = first_step["episodes"] / max(first_step["transitions"], 1.0)
+  return gap * rate
+
+
 class Interrupted(Exception):
   """A signal stopped a run's training chunk (its checkpoint is saved)."""
 
@@ -327,9 +347,20 @@ def compare(
     checkpoint, appends the row."""
     label, run_dir = s.label, os.path.join(out, s.label)
     config = configs[label]
-    played = [rows[label][-1].get("games", 0.0) if rows[label] else 0.0]
+    last = rows[label][-1] if rows[label] else None
+    played = [last.get("games", 0.0) if last else 0.0]
+    first = [True]
 
     def stop(step_row) -> bool:
+      if first[0]:
+        first[0] = False
+        unscored = unscored_games(last, step_row)
+        if unscored:
+          _say(
+            f"[{label}] resumed past its last scored point (its scoring was cut): "
+            f"about {unscored:.0f} games played since, counted toward the next round"
+          )
+        played[0] += unscored
       played[0] += step_row["episodes"]
       return games is not None and played[0] >= games
 
