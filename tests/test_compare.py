@@ -309,6 +309,8 @@ def test_td_lambda_is_a_flat_line_at_its_trained_average(tmp_path):
   assert compare_report.flat_lines(rows, "match/search_vs_optimal") == {"tdlambda_s0": 0.375}
   assert compare_report.flat_lines(rows, "exact/value_vs_optimal") == {"tdlambda_s0": 0.3875}
   assert compare_report.flat_lines({"ndmz_s0": rows["ndmz_s0"]}, "match/search_vs_optimal") == {}
+  ref = {"optimal_vs_random": 0.69}
+  assert compare_report.flat_lines(rows, "exact/optimal_vs_random", ref) == {}
   text = compare.markdown(rows, compare.Budget("games", 3000, 300), "", {"optimal_vs_random": 0.69})
   assert "optimal_vs_random: 0.6900" not in text
   assert "- tdlambda_s0 search_vs_optimal: 0.3750" in text.splitlines()

@@ -48,13 +48,20 @@ def score_keys(rows: Dict[str, List[Dict[str, object]]]) -> List[str]:
   return sorted(keys, key=lambda k: (k.startswith("eval/"), k))
 
 
-def flat_lines(rows: Dict[str, List[Dict[str, object]]], key: str) -> Dict[str, float]:
+def flat_lines(
+  rows: Dict[str, List[Dict[str, object]]],
+  key: str,
+  reference: Optional[Dict[str, float]] = None,
+) -> Dict[str, float]:
   """The level at which each run of a `FLAT_AGENTS` agent is drawn for
   `key`: the mean of its scored points in the second half of its training
   (by update step; a trained agent's average, the paper's line, with less
   of one match's noise than its last point); {run label: level}, runs
-  without `key` left out."""
+  without `key` left out, and none for the game's `reference` scores (no
+  agent's level)."""
   out: Dict[str, float] = {}
+  if _short(key) in (reference or {}):
+    return out
   for label, rs in rows.items():
     pts = [r for r in rs if key in r]
     if pts and str(pts[0]["agent"]) in FLAT_AGENTS:
@@ -130,8 +137,7 @@ def markdown(
         lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
   if budget.unit == "games":
     lines += _by_round(rows, keys, ROUND_GAMES)
-  played = [k for k in keys if _short(k) not in (reference or {})]
-  flat = [(label, k, v) for k in played for label, v in flat_lines(rows, k).items()]
+  flat = [(label, k, v) for k in keys for label, v in flat_lines(rows, k, reference).items()]
   if flat:
     head = "drawn as flat lines in Figure 2 (each run's mean over the second half of its training):"
     lines += ["", head, ""]
@@ -239,10 +245,9 @@ def figures(
       len(x_axes), len(keys), figsize=(4.8 * len(keys), 3.5 * len(x_axes)), squeeze=False
     )
     for col, k in enumerate(keys):
+      flat = flat_lines(rows, k, reference)
       for row_i, (x_key, xlabel, scale) in enumerate(x_axes):
         ax = axes[row_i, col]
-        # The game's reference scores (no agent's level) get no flat line.
-        flat = {} if _short(k) in (reference or {}) else flat_lines(rows, k)
         for label, rs in rows.items():
           pts = [r for r in rs if k in r and x_key in r]
           if not pts:
