@@ -156,6 +156,9 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
     env_steps = [r["env_steps"] for r in rs]
     assert env_steps[0] == 0 and env_steps == sorted(env_steps) and env_steps[-1] >= 128
     assert rs[-1]["update_step"] > 0 and rs[-1]["train_s"] > 0
+    # Beside the checkpoint, the seconds trained to it (a cut scoring keeps them).
+    with open(os.path.join(run_dir, compare.TRAINED_FILE)) as f:
+      assert json.load(f) == {"update_step": rs[-1]["update_step"], "train_s": rs[-1]["train_s"]}
     # An ordinary run directory: TensorBoard holds the same scores.
     scalars = plots.load_scalars(run_dir)
     steps, values = scalars["exact/greedy_vs_optimal"]
@@ -331,6 +334,22 @@ def test_games_played_past_the_last_scored_point_are_counted_on_resume():
   assert compare.unscored_games(None, step) == 0.0  # a fresh run
   untrained = {"env_steps": 0.0, "games": 0.0}  # from the untrained point: this step's rate
   assert compare.unscored_games(untrained, dict(step, episodes=4.0)) == 1600.0 * 0.04
+
+
+def test_seconds_trained_past_the_last_scored_point_are_kept_on_resume(tmp_path):
+  last = {"update_step": 400, "train_s": 100.0}
+  # A chunk trained on to update 480 (130 s in all), then its scoring was cut.
+  assert compare.trained_seconds(last, {"update_step": 480, "train_s": 130.0}) == 130.0
+  assert compare.trained_seconds(last, {"update_step": 400, "train_s": 100.0}) == 100.0
+  assert compare.trained_seconds(last, {"update_step": 320, "train_s": 80.0}) == 100.0  # older
+  assert compare.trained_seconds(last, None) == 100.0
+  assert compare.trained_seconds(None, {"update_step": 80, "train_s": 20.0}) == 20.0
+  assert compare.trained_seconds(None, None) == 0.0
+  # The file: written whole, read back; one cut while writing reads as none.
+  compare._write_trained(str(tmp_path), 480, 130.0)
+  assert compare._read_trained(str(tmp_path)) == {"update_step": 480, "train_s": 130.0}
+  (tmp_path / compare.TRAINED_FILE).write_text('{"update_st')
+  assert compare._read_trained(str(tmp_path)) is None
 
 
 def test_the_search_exact_score_and_its_match_get_distinct_columns():

@@ -56,6 +56,7 @@ DEFAULT_AGENT = "ndmz"  # the only agent of a config without an `agent` key
 SPEC_FILE = "compare.json"
 ROWS_FILE = "compare.jsonl"
 RECORDS_FILE = "records.jsonl"
+TRAINED_FILE = "trained.json"  # a run's training seconds at its latest checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +185,35 @@ def read_rows(run_dir: str) -> List[Dict[str, object]]:
       except json.JSONDecodeError:
         break
   return rows
+
+
+def trained_seconds(
+  last: Optional[Mapping[str, object]], saved: Optional[Mapping[str, float]]
+) -> float:
+  """The training seconds a run has behind it when it resumes: its last
+  scored point's `train_s` (`last`, a row, or None), or the seconds saved
+  with a later checkpoint (`saved`, `TRAINED_FILE`'s {"update_step",
+  "train_s"}, or None), where a chunk trained past that point and its
+  scoring was cut or a signal stopped it: those seconds count."""
+  base = float(last["train_s"]) if last else 0.0
+  if saved is None or float(saved["update_step"]) <= (float(last["update_step"]) if last else -1.0):
+    return base
+  return max(base, float(saved["train_s"]))
+
+
+def _read_trained(run_dir: str) -> Optional[Dict[str, float]]:
+  try:
+    with open(os.path.join(run_dir, TRAINED_FILE), encoding="utf-8") as f:
+      return json.load(f)
+  except (FileNotFoundError, json.JSONDecodeError):  # none yet, or cut while writing
+    return None
+
+
+def _write_trained(run_dir: str, update_step: int, train_s: float) -> None:
+  path = os.path.join(run_dir, TRAINED_FILE)
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    json.dump({"update_step": update_step, "train_s": train_s}, f)
+  os.replace(path + ".tmp", path)
 
 
 def _append_row(run_dir: str, row: Dict[str, object]) -> None:
@@ -338,7 +368,10 @@ def compare(
   _check_spec(out, spec, title)
   reference = references(next(iter(configs.values())))
   rows = {s.label: read_rows(os.path.join(out, s.label)) for s in runs}
-  seconds = {label: (r[-1]["train_s"] if r else 0.0) for label, r in rows.items()}
+  seconds = {
+    label: trained_seconds(r[-1] if r else None, _read_trained(os.path.join(out, label)))
+    for label, r in rows.items()
+  }
 
   def chunk(
     s: RunSpec, max_updates: int, max_minutes: Optional[float], games: Optional[float] = None
@@ -376,9 +409,12 @@ def compare(
     )
     if result.history:
       seconds[label] += result.history[-1]["wall_s"]
+    step = int(_scalar(result.state.update_step))
+    # Saved beside the checkpoint before scoring: a resume after a cut
+    # scoring or a signal keeps this chunk's seconds (`trained_seconds`).
+    _write_trained(run_dir, step, seconds[label])
     if result.stopped_by in ("SIGINT", "SIGTERM"):
       raise Interrupted(f"{result.stopped_by} while training {label}")
-    step = int(_scalar(result.state.update_step))
     env_steps = float(jnp.sum(result.state.env_steps))
     t1 = time.perf_counter()
     key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 7919), step)
