@@ -210,10 +210,9 @@ def _read_trained(run_dir: str) -> Optional[Dict[str, float]]:
 
 
 def _write_trained(run_dir: str, update_step: int, train_s: float) -> None:
-  path = os.path.join(run_dir, TRAINED_FILE)
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    json.dump({"update_step": update_step, "train_s": train_s}, f)
-  os.replace(path + ".tmp", path)
+  records_lib.write_json(
+    os.path.join(run_dir, TRAINED_FILE), {"update_step": update_step, "train_s": train_s}
+  )
 
 
 def _append_row(run_dir: str, row: Dict[str, object]) -> None:
@@ -381,21 +380,22 @@ def compare(
     label, run_dir = s.label, os.path.join(out, s.label)
     config = configs[label]
     last = rows[label][-1] if rows[label] else None
-    played = [last.get("games", 0.0) if last else 0.0]
-    first = [True]
+    played = last.get("games", 0.0) if last else 0.0
+    first_step = True
 
     def stop(step_row) -> bool:
-      if first[0]:
-        first[0] = False
+      nonlocal played, first_step
+      if first_step:
+        first_step = False
         unscored = unscored_games(last, step_row)
         if unscored:
-          _say(
+          say(
             f"[{label}] resumed past its last scored point (its scoring was cut): "
             f"about {unscored:.0f} games played since, counted toward the next round"
           )
-        played[0] += unscored
-      played[0] += step_row["episodes"]
-      return games is not None and played[0] >= games
+        played += unscored
+      played += step_row["episodes"]
+      return games is not None and played >= games
 
     t0 = time.perf_counter()
     result = run_lib.train(
@@ -428,7 +428,7 @@ def compare(
       "seed": s.seed,
       "update_step": step,
       "env_steps": env_steps,
-      "games": played[0],
+      "games": played,
       "train_s": seconds[label],
       "score_s": time.perf_counter() - t1,
       "chunk_s": t1 - t0,

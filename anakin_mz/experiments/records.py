@@ -248,10 +248,20 @@ def append(path: str, record: RunRecord) -> None:
 
 def write(path: str, records: Iterable[RunRecord]) -> None:
   """Writes `records` to `path`, replacing it (atomically)."""
+  _replace(path, "".join(to_line(r) + "\n" for r in records))
+
+
+def write_json(path: str, obj: object, indent: Optional[int] = None) -> None:
+  """Writes `obj` as JSON to `path`, replacing it (atomically: a process
+  killed while writing leaves the old file, never half of the new)."""
+  _replace(path, json.dumps(obj, indent=indent))
+
+
+def _replace(path: str, text: str) -> None:
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tmp = path + ".tmp"
   with open(tmp, "w", encoding="utf-8") as f:
-    f.writelines(to_line(r) + "\n" for r in records)
+    f.write(text)
   os.replace(tmp, path)
 
 

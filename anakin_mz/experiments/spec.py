@@ -384,7 +384,5 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
     "commit": records_lib.git_commit(),
     "date": records_lib.today(),
   }
-  with open(done + ".tmp", "w", encoding="utf-8") as f:
-    json.dump(trained, f, indent=1)
-  os.replace(done + ".tmp", done)
+  records_lib.write_json(done, trained, indent=1)
   return trained

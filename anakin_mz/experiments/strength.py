@@ -292,7 +292,7 @@ def run_bar(
       "commit": records_lib.git_commit(),
       "date": records_lib.today(),
     }
-    _write(record_path, record)
+    records_lib.write_json(record_path, record, indent=1)
   if "evaluation" not in record or reevaluate:
     against = bar.opponent or "random (the default; a one-player game plays alone)"
     log(f"[{bar.name} seed {seed}] evaluating {bar.games} games against {against}")
@@ -304,7 +304,7 @@ def run_bar(
       extra_policies=bar.extra_policies or None,
     )
     record["evaluation"] = {k: v for k, v in evaluation.items() if k != "dynamics_table"}
-    _write(record_path, record)
+    records_lib.write_json(record_path, record, indent=1)
     records_lib.write(os.path.join(logdir, RECORD_FILE), [to_record(bar, seed, record)])
   elif not os.path.exists(os.path.join(logdir, RECORD_FILE)):  # a run from before records
     records_lib.write(os.path.join(logdir, RECORD_FILE), [to_record(bar, seed, record)])
@@ -347,13 +347,6 @@ def to_record(bar: Bar, seed: int, record: Mapping[str, object]) -> records_lib.
     commit=record.get("commit"),
     date=record.get("date"),
   )
-
-
-def _write(path: str, record: Mapping[str, object]) -> None:
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(record, f, indent=1)
-  os.replace(tmp, path)
 
 
 def markdown(
