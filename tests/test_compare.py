@@ -4,6 +4,7 @@ figures from hand-made rows; end to end (slow): two tiny NDMZ runs on Nannon
 
 import json
 import os
+import types
 
 import numpy as np
 import pytest
@@ -48,6 +49,42 @@ def test_budget_points_and_validation():
     compare.Budget("minutes", 10, 20)
   with pytest.raises(ValueError, match="budget must be"):
     compare.Budget("minutes", 0, 0)
+  # A first scored point past the start: the schedule goes on from there.
+  assert compare.Budget("games", 3000, 600, first=1200).points() == [1800, 2400, 3000]
+  assert compare.Budget("games", 3000, 600, first=1000).points() == [1200, 1800, 2400, 3000]
+  assert compare.Budget("games", 3000, 600, first=3000).points() == []
+  with pytest.raises(ValueError, match=r"first scored point must be in \[0, budget=3000"):
+    compare.Budget("games", 3000, 600, first=3600)
+
+
+def test_a_first_point_past_the_start_trains_to_it_unscored(monkeypatch):
+  """`Budget.first`: no untrained point; the first chunk trains to the first
+  point and scores it, then the schedule goes on (games, env steps and
+  minutes alike)."""
+  monkeypatch.setattr(compare, "write_report", lambda *a, **k: [])
+  s = compare.RunSpec("ndmz", 0)
+  configs = {s.label: types.SimpleNamespace(train=types.SimpleNamespace(total_updates=10**6))}
+  for budget, point_of in (
+    (compare.Budget("games", 3000, 600, first=1200), lambda a: a[3]),
+    (compare.Budget("env_steps", 3000, 600, first=1200), lambda a: a[1] * 100.0),
+    (compare.Budget("minutes", 30, 6, first=12), lambda a: a[2]),
+  ):
+    rows = {s.label: []}
+    calls = []
+
+    def chunk(spec, max_updates, max_minutes, games=None):
+      calls.append((spec, max_updates, max_minutes, games))
+      done = rows[spec.label][-1]["train_s"] / 60 if rows[spec.label] else 0.0
+      point = point_of(calls[-1]) + (done if budget.unit == "minutes" else 0.0)
+      rows[spec.label].append({
+        "update_step": int(point / 100), "games": point, "env_steps": point,
+        "train_s": 60 * point,
+      })  # fmt: skip
+
+    monkeypatch.setattr(compare, "env_steps_per_update", lambda config: 100.0)
+    compare._schedule([s], rows, budget, configs, chunk, "out", None, "")
+    assert [r["games"] for r in rows[s.label]] == [budget.first] + budget.points()
+    assert all(c[1] > 0 for c in calls)  # no untrained (0-update) chunk
 
 
 def test_run_config_sets_seed_schedule_and_agent(monkeypatch):
@@ -229,6 +266,15 @@ def test_merge_links_the_runs_of_several_comparisons(tmp_path):
   assert compare.read_spec(out) == spec  # left as it was
   e = _fake_comparison(str(tmp_path / "e"), [("alphazero", 1)])
   assert len(compare.merge(out, [a, b, e])["runs"]) == 5  # a merge may grow
+  # Runs that started scoring later (`Budget.first`) merge: their points are
+  # points of the same schedule.
+  late = _fake_comparison(str(tmp_path / "late"), [("ndmz", 4)])
+  with open(os.path.join(late, compare.SPEC_FILE)) as f:
+    late_spec = json.load(f)
+  late_spec["budget"]["first"] = 4.0
+  with open(os.path.join(late, compare.SPEC_FILE), "w") as f:
+    json.dump(late_spec, f)
+  assert len(compare.merge(str(tmp_path / "al"), [a, late])["runs"]) == 3
   c = _fake_comparison(str(tmp_path / "c"), [("ndmz", 2)], budget_total=16.0)
   with pytest.raises(ValueError, match="other settings.*budget"):
     compare.merge(str(tmp_path / "ac"), [a, c])
@@ -331,7 +377,10 @@ def test_games_played_past_the_last_scored_point_are_counted_on_resume():
   step = {"env_steps": 1700.0, "transitions": 100.0, "episodes": 5.0}
   assert compare.unscored_games(last, step) == 600.0 * 0.04
   assert compare.unscored_games(last, dict(step, env_steps=1100.0)) == 0.0  # resumed at the row
-  assert compare.unscored_games(None, step) == 0.0  # a fresh run
+  assert compare.unscored_games(None, dict(step, env_steps=100.0)) == 0.0  # a fresh run
+  # No row yet (a first point past the start) and a cut first chunk: the gap
+  # runs from the start, at this step's games per env step.
+  assert compare.unscored_games(None, step) == 1600.0 * 0.05
   untrained = {"env_steps": 0.0, "games": 0.0}  # from the untrained point: this step's rate
   assert compare.unscored_games(untrained, dict(step, episodes=4.0)) == 1600.0 * 0.04
 
@@ -446,6 +495,69 @@ def test_a_paper_point_is_recorded_with_its_interval_and_command():
   assert "--games=600 --every=300" in r.command
   assert "--score=paper --score-opponents=optimal,random --exact=greedy" in r.command
   assert r.command.endswith("train.batch_size=8")
+  assert "--score-from" not in r.command
+  spec["budget"] = {**spec["budget"], "first": 1500.0}
+  assert (
+    "--every=300 --score-from=1500 --eval-games"
+    in compare._record("/r", s, row, spec, config).command
+  )
+
+
+def test_a_report_is_drawn_again_from_the_records_of_its_points(tmp_path):
+  """`rows_from_records` inverts `_record`: the rows of a comparison whose
+  run directories are gone, one line per variant and seed, by update; a
+  point recorded twice (a repeated run) appears once, the later record's."""
+  s = compare.RunSpec("ndmz", 0)
+  spec = {
+    "config": "/c/paper.yaml", "overrides": [], "eval_games": 1000,
+    "budget": {"unit": "games", "total": 600.0, "every": 300.0},
+    "scoring": {"opponents": ["optimal"], "exact": ["greedy"]},
+  }  # fmt: skip
+  config = config_lib.load(NANNON, TINY)
+
+  def row(step, value):
+    return {
+      "update_step": step, "env_steps": 190.0 * step, "games": 7.5 * step, "train_s": 2.0 * step,
+      "match/search_vs_optimal": value, "match/search_vs_optimal_low": value - 0.03,
+      "match/search_vs_optimal_high": value + 0.03, "exact/greedy_vs_optimal": value / 2,
+    }  # fmt: skip
+
+  recs = [compare._record("/runs/p636", s, row(step, v), spec, config) for step, v in
+          ((40, 0.4), (0, 0.3), (40, 0.41))]  # fmt: skip
+  recs.append(compare._record("/runs/other", s, row(80, 0.5), spec, config))
+  rows = compare.rows_from_records(recs, "p636")
+  assert list(rows) == ["ndmz_s0"]
+  want = [dict(row(0, 0.3), label="ndmz_s0", agent="ndmz", seed=0)]
+  want.append(dict(row(40, 0.41), label="ndmz_s0", agent="ndmz", seed=0))
+  assert rows["ndmz_s0"] == want
+  with pytest.raises(ValueError, match="no records of experiment 'p1256'; there: other, p636"):
+    compare.rows_from_records(recs, "p1256")
+  compare.write_report(str(tmp_path), rows, compare.Budget("games", 300.0, 300.0))
+  text = (tmp_path / "compare.md").read_text()
+  assert "0.410 [0.380, 0.440]" in text  # the round table, with the match's interval
+
+
+def test_the_cli_draws_a_report_from_records_and_refuses_bad_input(tmp_path, monkeypatch, capsys):
+  from anakin_mz.cli import compare as compare_cli
+
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path / "cache"))
+  s = compare.RunSpec("ndmz", 0)
+  spec = {
+    "config": "/c.yaml", "overrides": [], "eval_games": 8,
+    "budget": {"unit": "games", "total": 600.0, "every": 300.0},
+  }  # fmt: skip
+  row = {"update_step": 8, "env_steps": 400.0, "games": 300.0, "train_s": 6.0}
+  row["exact/greedy_vs_optimal"] = 0.25
+  path = str(tmp_path / "r.jsonl")
+  records_lib.write(path, [compare._record("/x/p636", s, row, spec, config_lib.load(NANNON, TINY))])
+  base = ["--from-records", path, "p636", "--out", str(tmp_path / "rep"), "--devices", "1"]
+  assert compare_cli.main(base + ["--env", "nannon"]) == 0
+  assert "| ndmz_s0 |" in (tmp_path / "rep" / "compare.md").read_text()
+  assert compare_cli.main(base[:2] + ["p1256"] + base[3:] + ["--env", "nannon"]) == 2
+  assert "error: no records of experiment 'p1256'; there: p636" in capsys.readouterr().err
+  with pytest.raises(SystemExit) as e:
+    compare_cli.main(base)
+  assert e.value.code == 2 and "--from-records needs --env" in capsys.readouterr().err
 
 
 def test_a_larger_budget_extends_a_comparison_and_nothing_else_does(tmp_path):

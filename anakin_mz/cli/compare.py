@@ -8,6 +8,8 @@
         --games 30000 --every 300 --score paper --eval-games 1000 --out runs/paper_636
     anakin-mz compare --report-only --out runs/compare_nannon
     anakin-mz compare --merge runs/cmp_s0 runs/cmp_s1 --out runs/cmp  # one report
+    anakin-mz compare --from-records docs/results/records/paper.jsonl paper_636 \\
+        --env nannon --config paper/nannon_636_ndmz --out runs/p636_report
 
 Each run (agent x seed) is an ordinary run directory `<out>/<agent>_s<seed>`
 (TensorBoard, checkpoints; `evaluate --checkpoint` and `plot` work on
@@ -24,7 +26,11 @@ equal env steps and at equal wall-clock, and by round), `<out>/figure2.png`
 and `<out>/figure3_<run>.png`.
 
 Run the same command again to resume (each run continues from its last
-checkpoint). An agent entry may carry overrides of its own:
+checkpoint). `--score-from G` scores first at G (in the budget's unit), not
+untrained: a repeat of a run whose early points are known trains to G
+unscored. `--from-records FILE EXPERIMENT` draws the report again from the
+scored points a comparison recorded (`records.jsonl` in each run directory,
+or a project records file), when its run directories are gone. An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
 `agent=<name>` to the config (where the config has an `agent` key; without
 one only `ndmz` is valid). Library: `anakin_mz.experiments.compare`.
@@ -60,6 +66,13 @@ def main(argv=None, prog=None) -> int:
     "--every", type=options.real, help="score every this many env steps / minutes / games"
   )
   parser.add_argument(
+    "--score-from",
+    type=options.real,
+    default=0.0,
+    help="the first scored point, in the budget's unit (default 0: the untrained agent); "
+    "the run trains to it unscored",
+  )
+  parser.add_argument(
     "--score",
     choices=("run", "paper"),
     default="run",
@@ -88,6 +101,13 @@ def main(argv=None, prog=None) -> int:
     help="report over the runs of these comparisons in --out (same settings; a "
     "TD(lambda)-only one: the same game)",
   )
+  parser.add_argument(
+    "--from-records",
+    nargs=2,
+    metavar=("FILE", "EXPERIMENT"),
+    help="draw the report in --out from the scored points of EXPERIMENT in a records file "
+    "(with --env and --config for the game's references), not from run directories",
+  )
   parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train.py)")
   args = parser.parse_intermixed_args(argv)
   try:  # before anything starts JAX
@@ -105,6 +125,31 @@ def main(argv=None, prog=None) -> int:
   cache = os.environ.get("ANAKIN_MZ_CACHE") or os.path.expanduser("~/.cache/anakin_mz")
   jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "xla"))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+  if args.from_records:
+    if not args.env:
+      parser.error("--from-records needs --env (and --config) for the game's reference scores")
+    try:
+      from anakin_mz.experiments import records as records_lib
+
+      path, experiment = args.from_records
+      rows = compare.rows_from_records(records_lib.read(path), experiment)
+      base, _, _ = config_lib.load_for_env(args.env, args.config, args.overrides)
+      unit = "games" if any(r["games"] > 0 for rs in rows.values() for r in rs) else "env_steps"
+      last = max(float(r[unit]) for rs in rows.values() for r in rs)
+      os.makedirs(args.out, exist_ok=True)
+      paths = compare.write_report(
+        args.out,
+        rows,
+        compare.Budget(unit, max(last, 1.0), max(last, 1.0)),
+        compare.references(base),
+        f"{experiment}: from {path}",
+      )
+    except (ValueError, OSError) as e:
+      print(f"error: {e}", file=sys.stderr)
+      return 2
+    print("\n".join(paths))
+    return 0
 
   if args.report_only or args.merge:
     try:
@@ -145,7 +190,7 @@ def main(argv=None, prog=None) -> int:
       if args.env_steps is not None
       else ("minutes" if args.minutes is not None else "games")
     )
-    plan = compare.Budget(unit, given[0], args.every)
+    plan = compare.Budget(unit, given[0], args.every, args.score_from)
     scoring = None
     if args.score == "paper":
       scoring = compare.PaperScoring(

@@ -87,6 +87,9 @@ class Budget:
   unit: str  # one of BUDGET_UNITS
   total: float
   every: float
+  # The first scored point: 0 scores the untrained agent; a later one trains
+  # to it unscored (a run that repeats known early points skips their cost).
+  first: float = 0.0
 
   def __post_init__(self):
     if self.unit not in BUDGET_UNITS:
@@ -97,11 +100,16 @@ class Budget:
       raise ValueError(
         f"the schedule interval must be in (0, budget={self.total}], got {self.every}"
       )
+    if not 0 <= self.first <= self.total:
+      raise ValueError(
+        f"the first scored point must be in [0, budget={self.total}], got {self.first}"
+      )
 
   def points(self) -> List[float]:
-    """The schedule: every, 2 every, ..., total (the last point is total)."""
+    """The schedule after the first point: every, 2 every, ..., total (the
+    last point is total), those past `first`."""
     n = math.ceil(self.total / self.every - 1e-9)
-    return [min(self.total, self.every * (i + 1)) for i in range(n)]
+    return [p for p in (min(self.total, self.every * (i + 1)) for i in range(n)) if p > self.first]
 
 
 def parse_runs(agents: str, seeds: Sequence[int]) -> List[RunSpec]:
@@ -299,14 +307,15 @@ def unscored_games(last: Optional[Mapping[str, object]], first_step: Mapping[str
   chunk's first step row: 0 unless a chunk trained on and its scoring was
   cut (its checkpoint saved, no row). The run keeps no game count, so they
   are estimated from the env steps in between at the games per env step of
-  `last` (or, from the untrained point, of this step)."""
-  if last is None:
-    return 0.0
+  `last` (or, from the start or the untrained point, of this step). With no
+  row yet (a first point past the start, `Budget.first`) the gap runs from
+  the start."""
+  last = last or {}
   resumed_at = first_step["env_steps"] - first_step["transitions"]
-  gap = resumed_at - float(last["env_steps"])
+  gap = resumed_at - float(last.get("env_steps", 0.0))
   if gap < 1.0:
     return 0.0
-  if float(last["env_steps"]) > 0 and float(last.get("games", 0.0)) > 0:
+  if float(last.get("env_steps", 0.0)) > 0 and float(last.get("games", 0.0)) > 0:
     rate = float(last["games"]) / float(last["env_steps"])
   else:
     rate = first_step["episodes"] / max(first_step["transitions"], 1.0)
@@ -358,7 +367,7 @@ def compare(
     "config": os.path.abspath(config_lib.resolve(config_path)),
     "overrides": list(overrides),
     "runs": [dataclasses.asdict(s) for s in runs],
-    "budget": dataclasses.asdict(budget),
+    "budget": _budget_spec(budget),
     "eval_games": eval_games,
   }
   if scoring is not None:  # (absent otherwise: older comparisons resume)
@@ -463,12 +472,23 @@ def compare(
   return rows
 
 
+def _budget_spec(budget: Budget) -> Dict[str, object]:
+  """The budget as `compare.json` holds it: without `first` when it is 0,
+  so comparisons written before it existed resume."""
+  spec = dataclasses.asdict(budget)
+  if not budget.first:
+    del spec["first"]
+  return spec
+
+
 def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
   """The run record of one scored point; its command reruns the whole run."""
   b = spec["budget"]
   args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
   args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
   args += [f"--{b['unit'].replace('_', '-')}={b['total']:g}", f"--every={b['every']:g}"]
+  if b.get("first"):
+    args.append(f"--score-from={b['first']:g}")
   args += [f"--eval-games={spec['eval_games']}", f"--out={out}"]
   scoring = spec.get("scoring")
   if scoring is not None:
@@ -496,42 +516,86 @@ def _record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
   )
 
 
+def rows_from_records(
+  records: Sequence[records_lib.RunRecord], experiment: str
+) -> Dict[str, List[Dict[str, object]]]:
+  """The report's rows ({label: rows}, `<variant>_s<seed>`, by update step)
+  of the scored points of `experiment` among `records` (`_record`'s
+  inverse): a comparison's figures and tables drawn again from its committed
+  records, without its run directories. Points of one variant and seed from
+  several runs (a run resumed elsewhere, or repeated) form one line; a
+  point's updates appear once (the later record wins).
+
+  Raises:
+    ValueError: no record of `experiment` (the message lists those there).
+  """
+  mine = [r for r in records if r.experiment == experiment]
+  if not mine:
+    there = sorted({r.experiment for r in records})
+    raise ValueError(f"no records of experiment {experiment!r}; there: {', '.join(there)}")
+  by: Dict[str, Dict[int, Dict[str, object]]] = {}
+  for r in mine:
+    label = f"{r.variant}_s{r.seed}"
+    row: Dict[str, object] = {
+      "label": label,
+      "agent": str(r.evaluation.get("agent", r.variant)),
+      "seed": r.seed,
+      "update_step": int(r.budget.updates or 0),
+      "env_steps": float(r.budget.env_steps or 0.0),
+      "games": float(r.evaluation.get("games_played") or 0.0),
+      "train_s": 60.0 * float(r.budget.train_minutes or 0.0),
+    }
+    for k, f in r.figures.items():
+      row[k] = f.value
+      if f.low is not None and f.high is not None:
+        row[k + "_low"], row[k + "_high"] = f.low, f.high
+    by.setdefault(label, {})[row["update_step"]] = row
+  return {label: [pts[u] for u in sorted(pts)] for label, pts in by.items()}
+
+
 def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None:
   def total_of(s: RunSpec) -> int:
     return configs[s.label].train.total_updates
 
+  def advance(s: RunSpec, point: float) -> None:
+    """Trains run `s` from its last scored point (or its start) to `point`
+    of the budget's unit and scores it; nothing if it is there already."""
+    last = rows[s.label][-1] if rows[s.label] else {}
+    if budget.unit == "games":
+      if last.get("games", 0.0) >= point or last.get("update_step", 0) >= total_of(s):
+        return
+      chunk(s, total_of(s), None, games=point)
+    elif budget.unit == "env_steps":
+      if last.get("env_steps", 0.0) >= point:
+        return
+      rate = _measured_rate(rows[s.label]) or env_steps_per_update(configs[s.label])
+      need = math.ceil((point - last.get("env_steps", 0.0)) / rate)
+      chunk(s, int(last.get("update_step", 0)) + max(1, need), None)
+    else:
+      trained = last.get("train_s", 0.0)
+      if trained >= 60 * point - 1e-6 or last.get("update_step", 0) >= total_of(s):
+        return  # this point reached, or the config's update budget spent
+      chunk(s, total_of(s), point - trained / 60)
+
   for s in runs:
     if not rows[s.label]:
-      chunk(s, 0, None)
+      if budget.first > 0:
+        advance(s, budget.first)
+      else:
+        chunk(s, 0, None)
   write_report(out, rows, budget, reference, title)
   for point in budget.points():
     for s in runs:
-      last = rows[s.label][-1]
-      if budget.unit == "games":
-        if last.get("games", 0.0) >= point or last["update_step"] >= total_of(s):
-          continue
-        chunk(s, total_of(s), None, games=point)
-      elif budget.unit == "env_steps":
-        if last["env_steps"] >= point:
-          continue
-        rate = _measured_rate(rows[s.label]) or env_steps_per_update(configs[s.label])
-        need = math.ceil((point - last["env_steps"]) / rate)
-        chunk(s, int(last["update_step"]) + max(1, need), None)
-      else:
-        total = configs[s.label].train.total_updates
-        if last["train_s"] >= 60 * point - 1e-6 or last["update_step"] >= total:
-          continue  # this point reached, or the config's update budget spent
-        minutes = point - last["train_s"] / 60
-        chunk(s, total, minutes)
+      advance(s, point)
     write_report(out, rows, budget, reference, title)
 
 
 def _measured_rate(rows: List[Dict[str, object]]) -> Optional[float]:
-  """Env steps per update over the scored points so far (None before any
-  update)."""
-  first, last = rows[0], rows[-1]
-  du = last["update_step"] - first["update_step"]
-  return (last["env_steps"] - first["env_steps"]) / du if du > 0 else None
+  """Env steps per update from the start to the last scored point (None
+  before any update)."""
+  if not rows or not rows[-1]["update_step"] > 0:
+    return None
+  return rows[-1]["env_steps"] / rows[-1]["update_step"]
 
 
 def read_spec(out: str) -> Dict[str, object]:
@@ -618,6 +682,8 @@ def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:
   base, base_src = specs[first], sources[first]
 
   def setting(spec, k):
+    if k == "budget":  # where a run's scoring started does not change its points
+      return {b: v for b, v in spec["budget"].items() if b != "first"}
     return game(spec) if k == "game" else spec.get(k)
 
   def differing(spec):  # the settings in which `spec` is not the base's
