@@ -525,11 +525,14 @@ def test_a_report_is_drawn_again_from_the_records_of_its_points(tmp_path):
   recs = [compare._record("/runs/p636", s, row(step, v), spec, config) for step, v in
           ((40, 0.4), (0, 0.3), (40, 0.41))]  # fmt: skip
   recs.append(compare._record("/runs/other", s, row(80, 0.5), spec, config))
+  again = {**spec, "budget": {**spec["budget"], "first": 300.0}}  # the run repeated
+  recs.append(compare._record("/runs/p636", s, row(40, 0.42), again, config))
   rows = compare.rows_from_records(recs, "p636")
-  assert list(rows) == ["ndmz_s0"]
+  assert list(rows) == ["ndmz_s0", "ndmz_s0_run2"]
   want = [dict(row(0, 0.3), label="ndmz_s0", agent="ndmz", seed=0)]
   want.append(dict(row(40, 0.41), label="ndmz_s0", agent="ndmz", seed=0))
   assert rows["ndmz_s0"] == want
+  assert rows["ndmz_s0_run2"] == [dict(row(40, 0.42), label="ndmz_s0_run2", agent="ndmz", seed=0)]
   with pytest.raises(ValueError, match="no records of experiment 'p1256'; there: other, p636"):
     compare.rows_from_records(recs, "p1256")
   compare.write_report(str(tmp_path), rows, compare.Budget("games", 300.0, 300.0))

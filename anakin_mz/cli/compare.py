@@ -30,7 +30,9 @@ checkpoint). `--score-from G` scores first at G (in the budget's unit), not
 untrained: a repeat of a run whose early points are known trains to G
 unscored. `--from-records FILE EXPERIMENT` draws the report again from the
 scored points a comparison recorded (`records.jsonl` in each run directory,
-or a project records file), when its run directories are gone. An agent entry may carry overrides of its own:
+or a project records file), when its run directories are gone.
+
+An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
 `agent=<name>` to the config (where the config has an `agent` key; without
 one only `ndmz` is valid). Library: `anakin_mz.experiments.compare`.

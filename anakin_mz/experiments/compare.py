@@ -522,9 +522,11 @@ def rows_from_records(
   """The report's rows ({label: rows}, `<variant>_s<seed>`, by update step)
   of the scored points of `experiment` among `records` (`_record`'s
   inverse): a comparison's figures and tables drawn again from its committed
-  records, without its run directories. Points of one variant and seed from
-  several runs (a run resumed elsewhere, or repeated) form one line; a
-  point's updates appear once (the later record wins).
+  records, without its run directories. A run is its command: the points of
+  one command form one line (a run resumed elsewhere included), and a point's
+  updates appear once (the later record wins); a second command of the same
+  variant and seed (the run repeated, e.g. with another schedule) is a line
+  of its own, `<variant>_s<seed>_run2`.
 
   Raises:
     ValueError: no record of `experiment` (the message lists those there).
@@ -534,8 +536,13 @@ def rows_from_records(
     there = sorted({r.experiment for r in records})
     raise ValueError(f"no records of experiment {experiment!r}; there: {', '.join(there)}")
   by: Dict[str, Dict[int, Dict[str, object]]] = {}
+  runs: Dict[Tuple[str, Optional[int]], List[Optional[str]]] = {}
   for r in mine:
-    label = f"{r.variant}_s{r.seed}"
+    commands = runs.setdefault((r.variant, r.seed), [])
+    if r.command not in commands:
+      commands.append(r.command)
+    n = commands.index(r.command)
+    label = f"{r.variant}_s{r.seed}" + (f"_run{n + 1}" if n else "")
     row: Dict[str, object] = {
       "label": label,
       "agent": str(r.evaluation.get("agent", r.variant)),
