@@ -6,7 +6,6 @@ comparison's tables and figures can be drawn without its run directories."""
 from __future__ import annotations
 
 import os
-
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from anakin_mz.experiments import records as records_lib
