@@ -5,6 +5,8 @@
     anakin-mz experiment run SPEC --dry-run        # the commands, nothing run
     anakin-mz experiment tables                    # docs/results/tables/*.md from the records
     anakin-mz experiment tables --check            # exit 1 where a table file differs
+    anakin-mz experiment curve RUN --experiment minatar_10m --variant "Breakout MuZero" \
+        --seed 0 --at 1e6 1e7 --records docs/results/records/minatar.jsonl --command "..."
 
 `run` trains and evaluates each (variant, seed) of the spec into
 <runs>/<name>/<variant>_s<seed> and appends one run record per run to the
@@ -14,8 +16,11 @@ record is skipped, so the same command resumes. Two processes on disjoint
 
 `tables` rebuilds every table of docs/results/tables.yaml from the run
 records in git into docs/results/tables/<name>.md (run it from the
-repository root). Libraries: `anakin_mz.experiments.spec`, `.records`,
-`.tables`; docs/experiments.md describes the pipeline.
+repository root). `curve` appends the record of one TensorBoard run's
+learning curve (the self-play return, or `--tag`) read at `--at` env steps
+(or minutes, `--axis wall`), for runs that are judged by that curve.
+Libraries: `anakin_mz.experiments.spec`, `.records`,
+`.tables`, `.curves`; docs/experiments.md describes the pipeline.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  sub = parser.add_subparsers(dest="command", metavar="{run,tables}")
+  sub = parser.add_subparsers(dest="command", metavar="{run,tables,curve}")
   run_p = sub.add_parser("run", help="train and evaluate a spec's runs into records")
   run_p.add_argument("spec", help="the experiment spec (YAML)")
   run_p.add_argument("--runs", default="runs", help="run directories go under RUNS/<name>/")
@@ -46,11 +51,27 @@ def main(argv=None, prog=None) -> int:
   tab_p.add_argument(
     "--check", action="store_true", help="write nothing; exit 1 where a file would change"
   )
+  cur_p = sub.add_parser("curve", help="record a run's learning curve read at given points")
+  cur_p.add_argument("run", help="the run's TensorBoard directory (its --logdir)")
+  cur_p.add_argument("--experiment", required=True, help="the record's experiment")
+  cur_p.add_argument("--variant", required=True, help="the record's variant (a table's row)")
+  cur_p.add_argument("--seed", type=int, default=None, help="the run's seed")
+  cur_p.add_argument(
+    "--at", type=options.real, nargs="+", required=True, help="points (1e7, 300_000)"
+  )
+  cur_p.add_argument("--axis", default="env_steps", help="env_steps (default) or wall (minutes)")
+  cur_p.add_argument("--tag", default=None, help="default: the self-play return")
+  cur_p.add_argument("--window", type=float, default=0.1, help="mean over the last fraction")
+  cur_p.add_argument("--command", dest="run_command", default=None, help="how the run ran")
+  cur_p.add_argument("--note", default="", help="the record's note")
+  cur_p.add_argument("--records", required=True, help="records file to append to")
   args = parser.parse_args(argv)
   if args.command is None:
-    parser.error("give a command: run SPEC, or tables")
+    parser.error("give a command: run SPEC, tables, or curve RUN")
   if args.command == "tables":
     return _tables(args)
+  if args.command == "curve":
+    return _curve(args)
   return _run(parser, args)
 
 
@@ -74,6 +95,33 @@ def _tables(args) -> int:
     return 1
   if not diffs:
     print(f"{out}: every table is up to date")
+  return 0
+
+
+def _curve(args) -> int:
+  from anakin_mz.experiments import curves
+  from anakin_mz.experiments import records as records_lib
+  from anakin_mz.runtime import summary
+
+  try:
+    record = curves.curve_record(
+      args.run,
+      experiment=args.experiment,
+      variant=args.variant,
+      seed=args.seed,
+      command=args.run_command,
+      at=args.at,
+      tag=args.tag or summary.RETURN,
+      axis=args.axis,
+      window=args.window,
+      note=args.note,
+    )
+    records_lib.append(args.records, record)
+  except ValueError as e:  # RecordError too
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  cells = ", ".join(f"{k} {f.value:.3f}" for k, f in record.figures.items())
+  print(f"{args.records}: {record.variant} seed {record.seed}: {cells}")
   return 0
 
 
