@@ -81,24 +81,10 @@ def test_bad_input_names_what_is_wrong(tmp_path):
 def test_the_command_appends_a_record_and_exits_2_on_errors(tmp_path, capsys):
   run = _write_run(tmp_path / "run")
   out = str(tmp_path / "records.jsonl")
-  argv = [
-    "curve",
-    run,
-    "--experiment",
-    "minatar_10m",
-    "--variant",
-    "Breakout MuZero",
-    "--seed",
-    "1",
-    "--at",
-    "5e4",
-    "100_000",
-    "--records",
-    out,
-    "--command",
-    "train it",
-  ]
-  assert experiment_cli.main(argv) == 0
+  who = ["curve", run, "--experiment", "minatar_10m", "--variant", "Breakout MuZero"]
+  how = ["--seed", "1", "--records", out, "--command", "train it"]
+  where = ["--commit", "abc1234", "--device", "cpu: one core"]
+  assert experiment_cli.main(who + how + where + ["--at", "5e4", "100_000"]) == 0
   assert "Breakout MuZero seed 1: selfplay/return_p0@50k 47.500" in capsys.readouterr().out
   (rec,) = records_lib.read(out)
   assert (rec.experiment, rec.variant, rec.seed, rec.command) == (
@@ -107,9 +93,10 @@ def test_the_command_appends_a_record_and_exits_2_on_errors(tmp_path, capsys):
     1,
     "train it",
   )
+  assert (rec.commit, rec.device) == ("abc1234", "cpu: one core")
   assert rec.figures["selfplay/return_p0@100k"].value == 95.0
   assert json.loads(open(out).read())["budget"]["updates"] == 100
-  assert experiment_cli.main(argv[:-4] + ["--at", "1e6", "--records", out]) == 2
+  assert experiment_cli.main(who + how + ["--at", "1e6"]) == 2
   err = capsys.readouterr().err
   assert err.startswith("error: ") and "before 1M" in err and len(err.splitlines()) == 1
   assert len(records_lib.read(out)) == 1

@@ -64,6 +64,10 @@ def main(argv=None, prog=None) -> int:
   cur_p.add_argument("--window", type=float, default=0.1, help="mean over the last fraction")
   cur_p.add_argument("--command", dest="run_command", default=None, help="how the run ran")
   cur_p.add_argument("--note", default="", help="the record's note")
+  cur_p.add_argument(
+    "--commit", default=None, help="the code the run ran (default: this checkout's)"
+  )
+  cur_p.add_argument("--device", default=None, help="where it ran (default: this process's)")
   cur_p.add_argument("--records", required=True, help="records file to append to")
   args = parser.parse_args(argv)
   if args.command is None:
@@ -115,6 +119,8 @@ def _curve(args) -> int:
       axis=args.axis,
       window=args.window,
       note=args.note,
+      commit=args.commit or records_lib.HERE,
+      device=args.device or records_lib.HERE,
     )
     records_lib.append(args.records, record)
   except ValueError as e:  # RecordError too
