@@ -28,6 +28,10 @@ from envs.policy import random_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
 
+# Long programs (thousands of games, or searches), not long compiles: XLA's
+# full optimisation (conftest.py).
+pytestmark = pytest.mark.optimized
+
 NUM_GAMES = 2000
 # OpenSpiel's directions (dr, dc): 0..2 black's, 3..5 white's.
 OS_OFFSETS = ((1, -1), (1, 0), (1, 1), (-1, -1), (-1, 0), (-1, 1))

@@ -23,6 +23,10 @@ from envs.core import CHANCE, TERMINAL
 
 pyspiel = pytest.importorskip("pyspiel")
 
+# Long programs (thousands of games, or searches), not long compiles: XLA's
+# full optimisation (conftest.py).
+pytestmark = pytest.mark.optimized
+
 NUM_GAMES = 2000
 # OpenSpiel directions (dr, dc); players 0 and 1 use 0..2 and 3..5.
 OS_OFFSETS = {0: (1, 1), 1: (1, 0), 2: (0, 1), 3: (-1, 0), 4: (-1, -1), 5: (0, -1)}

@@ -21,6 +21,10 @@ from envs import nannon_solver as ns
 from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput, relative_identity
 
+# Long programs (thousands of games, or searches), not long compiles: XLA's
+# full optimisation (conftest.py).
+pytestmark = pytest.mark.optimized
+
 
 @pytest.fixture(scope="module")
 def env():
