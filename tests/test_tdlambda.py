@@ -27,6 +27,10 @@ from anakin_mz.agents.tdlambda import (
 )
 from envs.core import CHANCE, TERMINAL
 
+# Long programs (TD(lambda) trains many steps), not long compiles: XLA's
+# full optimisation (conftest.py).
+pytestmark = pytest.mark.optimized
+
 
 def _linear_model(env, kernel, bias=0.0):
   model = ValueModel(env, NetworkConfig(hidden=()), discount=1.0)
