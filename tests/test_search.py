@@ -64,11 +64,6 @@ def _random_tables(
   return t
 
 
-# Tests only compare numbers: a cheaper XLA optimisation level keeps the
-# compile time of the many small searches down.
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
-
-
 def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players, payoff, config):
   return ndmz_search(
     params,
@@ -83,7 +78,7 @@ def _run_impl(params, key, root_rows, legal, temperature=1.0, *, num_players, pa
   )
 
 
-_run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
+_run = jax.jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
 
 
 def _jnp(t, num_rows=40):
@@ -495,7 +490,7 @@ def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz, num_play
   )
 
 
-@functools.partial(_jit, static_argnames=("num_players", "config"))
+@functools.partial(jax.jit, static_argnames=("num_players", "config"))
 def _run_pair(params, key, root_rows, legal, *, num_players, config):
   b = root_rows.shape[0]
   embedding = (root_rows, jnp.zeros(b, jnp.int32))
@@ -575,7 +570,7 @@ def test_single_outcome_chance_is_plain_muzero():
   num_actions, batch = 4, 3
   config = SearchConfig(num_simulations=20)
 
-  @_jit
+  @jax.jit
   def run(rewards, key):
     t = tables(2 + num_actions, num_actions, 3, 2)
     nxt = jnp.asarray(t["next"])
@@ -870,7 +865,7 @@ def test_jit_vmap_and_illegal_actions_never_chosen():
   run = functools.partial(_run_impl, num_players=2, payoff="zero_sum", config=_REF_CONFIG)
   keys = jax.random.split(jax.random.PRNGKey(0), 2)
   rows = jnp.array([[1, 2, 3], [4, 5, 6]])
-  batched = _jit(jax.vmap(run, in_axes=(None, 0, 0, None)))(t, keys, rows, legal)
+  batched = jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None)))(t, keys, rows, legal)
   for i in range(2):
     single = _run(t, keys[i], rows[i], legal, num_players=2, payoff="zero_sum", config=_REF_CONFIG)
     chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], batched), single)

@@ -32,11 +32,6 @@ from anakin_mz.search import SearchConfig, ndmz_search
 from anakin_mz.types import ModelOutput
 
 
-# A cheaper XLA optimisation level keeps the compile time of the small
-# searches down (the tests compare numbers only).
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
-
-
 # ----------------------------------------------------------------------------
 # Equality with mctx.gumbel_muzero_policy.
 
@@ -71,7 +66,7 @@ def _alternating_recurrent(params, rng_key, action, embedding, *, ndmz, num_play
   )
 
 
-@functools.partial(_jit, static_argnames=("num_players", "config"))
+@functools.partial(jax.jit, static_argnames=("num_players", "config"))
 def _run_pair(params, key, root_rows, legal, scale, *, num_players, config):
   """NDMZ search with temperature `scale` and mctx.gumbel_muzero_policy with
   gumbel_scale `scale` (config.gumbel_scale is 1), same key."""
@@ -197,7 +192,7 @@ def _run_impl(params, key, root_rows, legal, temperature, *, num_players, payoff
   )
 
 
-_run = _jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
+_run = jax.jit(_run_impl, static_argnames=("num_players", "payoff", "config"))
 
 
 def _jnp(t, num_rows=40):

@@ -24,8 +24,6 @@ from anakin_mz.types import ModelOutput
 
 CHOICE, CHANCE, TERMINAL, IDENTITY = 0, 1, 2, 3
 
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
-
 
 def _root(params, rows):
   b = rows.shape[0]
@@ -39,7 +37,7 @@ def _root(params, rows):
   )
 
 
-@functools.partial(_jit, static_argnames=("num_players", "payoff", "config"))
+@functools.partial(jax.jit, static_argnames=("num_players", "payoff", "config"))
 def _run(params, key, rows, legal, *, num_players, payoff, config):
   return ndmz_search(
     params,
