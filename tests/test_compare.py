@@ -173,7 +173,7 @@ def test_read_rows_drops_an_unfinished_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
+def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypatch):
   from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import plots
   from envs import nannon_solver as ns
@@ -185,7 +185,14 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path):
   # exact table and the dynamics tests each time (minutes on a loaded CPU).
   runs = compare.parse_runs("ndmz", [0])
   budget = compare.Budget("env_steps", 128, 128)
+  # The checkout moves on while the run trains: each point's record names
+  # the commit the run started from.
+  commits = iter(["started", "later", "later", "later"])
+  monkeypatch.setattr(records_lib, "git_commit", lambda where=None: next(commits))
   rows = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
+  monkeypatch.setattr(records_lib, "git_commit", lambda where=None: "later")
+  written = records_lib.read(os.path.join(out, runs[0].label, compare.RECORDS_FILE))
+  assert [r.commit for r in written] == ["started"] * len(rows[runs[0].label]) == ["started"] * 2
   for spec in runs:
     rs = rows[spec.label]
     run_dir = os.path.join(out, spec.label)

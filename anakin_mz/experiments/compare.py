@@ -376,6 +376,9 @@ def compare(
     spec["scoring"] = dataclasses.asdict(scoring)
   spec = json.loads(json.dumps(spec))  # as it reads back (tuples as lists)
   _check_spec(out, spec, title)
+  # The code that trains, read once now: a point's record is written up to
+  # an hour later, when the checkout may have moved on.
+  commit = records_lib.git_commit()
   reference = references(next(iter(configs.values())))
   rows = {s.label: read_rows(os.path.join(out, s.label)) for s in runs}
   seconds = {
@@ -446,7 +449,8 @@ def compare(
       **{k: float(v) for k, v in scores.items() if "/" in k},
     }
     _append_row(run_dir, row)
-    records_lib.append(os.path.join(run_dir, RECORDS_FILE), _record(out, s, row, spec, config))
+    point = _record(out, s, row, spec, config, commit=commit)
+    records_lib.append(os.path.join(run_dir, RECORDS_FILE), point)
     rows[label].append(row)
     from anakin_mz.runtime.summary import SummaryWriter
 

@@ -14,8 +14,11 @@ if TYPE_CHECKING:
   from anakin_mz.experiments.compare import RunSpec
 
 
-def record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
-  """The run record of one scored point; its command reruns the whole run."""
+def record(
+  out, s: RunSpec, row, spec, config, *, commit: object = records_lib.HERE
+) -> records_lib.RunRecord:
+  """The run record of one scored point; its command reruns the whole run.
+  `commit`: the code that trained it (default: the checkout's now)."""
   b = spec["budget"]
   args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
   args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
@@ -42,6 +45,7 @@ def record(out, s: RunSpec, row, spec, config) -> records_lib.RunRecord:
       train_minutes=row["train_s"] / 60,
     ),
     evaluation={"games": spec["eval_games"], "agent": s.agent, "games_played": row.get("games")},
+    commit=commit,
     figures={  # a match's Wilson interval (`score_paper`) as its figure's low and high
       k: records_lib.Figure(float(v), row.get(k + "_low"), row.get(k + "_high"))
       for k, v in scores.items()

@@ -368,6 +368,7 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
   config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, variant, seed))
   command = train_command(spec, variant, seed, logdir)
   log(f"[{variant.name} seed {seed}] training: {command}")
+  commit = records_lib.git_commit()  # the code that trains, not the checkout after it
   start = time.perf_counter()
   result = run_lib.train(config, logdir=logdir, max_minutes=spec.minutes, progress=progress)
   if result.stopped_by in ("SIGINT", "SIGTERM"):
@@ -381,7 +382,7 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
     "env_steps": float(jnp.sum(result.state.env_steps)),
     "command": command,
     "device": records_lib.device_note(),
-    "commit": records_lib.git_commit(),
+    "commit": commit,
     "date": records_lib.today(),
   }
   records_lib.write_json(done, trained, indent=1)

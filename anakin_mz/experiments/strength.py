@@ -282,6 +282,7 @@ def run_bar(
         "delete it to train this bar again"
       )
     log(f"[{bar.name} seed {seed}] training {bar.minutes:g} min: {command}")
+    commit = records_lib.git_commit()  # the code that trains, not the checkout after it
     start = time.perf_counter()
     result = run.train(config, logdir=logdir, max_minutes=bar.minutes, progress=progress)
     record = {
@@ -289,7 +290,7 @@ def run_bar(
       "updates": result.saved_step or 0,
       "command": command,
       "device": records_lib.device_note(),
-      "commit": records_lib.git_commit(),
+      "commit": commit,
       "date": records_lib.today(),
     }
     records_lib.write_json(record_path, record, indent=1)
