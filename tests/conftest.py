@@ -45,9 +45,7 @@ os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
 def _xla_optimisation(request):
   """XLA's cheap level, or its default for a module marked `optimized`
   (module-scoped, so the module's own fixtures compile under it too)."""
-  marks = getattr(request.module, "pytestmark", [])
-  marks = marks if isinstance(marks, list) else [marks]
-  full = any(m.name == "optimized" for m in marks)
+  full = request.node.get_closest_marker("optimized") is not None
   jax.config.update("jax_disable_most_optimizations", not full)
   yield
   jax.config.update("jax_disable_most_optimizations", True)

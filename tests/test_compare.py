@@ -187,12 +187,17 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypa
   budget = compare.Budget("env_steps", 128, 128)
   # The checkout moves on while the run trains: each point's record names
   # the commit the run started from.
-  commits = iter(["started", "later", "later", "later"])
-  monkeypatch.setattr(records_lib, "git_commit", lambda where=None: next(commits))
+  asked = []
+
+  def moving_checkout(where=None):
+    asked.append(where)
+    return "started" if len(asked) == 1 else "later"
+
+  monkeypatch.setattr(records_lib, "git_commit", moving_checkout)
   rows = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
-  monkeypatch.setattr(records_lib, "git_commit", lambda where=None: "later")
   written = records_lib.read(os.path.join(out, runs[0].label, compare.RECORDS_FILE))
-  assert [r.commit for r in written] == ["started"] * len(rows[runs[0].label]) == ["started"] * 2
+  assert len(rows[runs[0].label]) == 2
+  assert [r.commit for r in written] == ["started", "started"]
   for spec in runs:
     rs = rows[spec.label]
     run_dir = os.path.join(out, spec.label)
