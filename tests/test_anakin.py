@@ -26,9 +26,11 @@ def _assert_trees_equal(a, b):
 
 
 # Carchess and EinStein compile the longest (about 2 min each on 2 CPU
-# cores) and run under `-m slow`; the step is game-agnostic, and Catch,
-# Nannon (chance, two players) and Breakthrough exercise it in CI.
-_SLOW_STEP = ("carchess", "einstein")
+# cores) and run under `-m slow`; the step is game-agnostic, and Nannon
+# (chance, two players) and Breakthrough exercise it in CI. Catch (one
+# player, no chance: no surplus to check) is -m slow too: its Anakin step
+# trains in the run-loop tests (test_robustness, test_sharding, below).
+_SLOW_STEP = ("carchess", "einstein", "catch")
 
 
 @pytest.mark.parametrize(

@@ -73,11 +73,12 @@ def _buffer(root):
   )
   actor = init_actors(env, jax.random.PRNGKey(2), B)
   buf = replay.init_buffer(replay.example_transition(env, legal_mask=True), CAP, B)
+  add = jax.jit(functools.partial(replay.add, drop_invalid=True))
   key = jax.random.PRNGKey(3)
   for _ in range(CHUNKS):
     key, k = jax.random.split(key)
     actor, records, _ = roll(old, actor, k)
-    buf = replay.add(buf, records, drop_invalid=True)
+    buf = add(buf, records)
   assert int(np.min(buf.added)) > CAP  # the rings wrapped
   return env, net, new, buf
 
@@ -89,8 +90,15 @@ def _setup(root, td_steps):
   return cfg, env, net, params, _prepare(cfg, env, buf)
 
 
+# The buffer's preparation and the batch are jitted (once per module, shared
+# by the tests): op by op they compiled some hundreds of tiny programs each.
+_prepare_jit = jax.jit(
+  replay.prepare, static_argnames=("K", "num_players", "payoff", "td_steps", "discount")
+)
+
+
 def _prepare(cfg, env, buf):
-  return replay.prepare(
+  return _prepare_jit(
     buf,
     K=K,
     num_players=env.num_players,
@@ -100,18 +108,18 @@ def _prepare(cfg, env, buf):
   )
 
 
-def _sample(prepared, key, env):
-  """(the batch, its starts)."""
+@functools.partial(jax.jit, static_argnames=("num_players", "num_actions"))
+def _batch(prepared, key, *, num_players, num_actions):
   starts = replay.sample_starts(prepared, key, N)
   batch = replay.targets_at(
-    prepared,
-    starts,
-    batch_size=N,
-    K=K,
-    num_players=env.num_players,
-    num_actions=env.num_actions,
+    prepared, starts, batch_size=N, K=K, num_players=num_players, num_actions=num_actions
   )
   return batch, starts
+
+
+def _sample(prepared, key, env):
+  """(the batch, its starts)."""
+  return _batch(prepared, key, num_players=env.num_players, num_actions=env.num_actions)
 
 
 def _refresh(cfg, env, net, params, prepared, key):

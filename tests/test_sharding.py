@@ -1,6 +1,7 @@
 """The Anakin step sharded over a mesh of forced host devices (issue 20): 1, 2
 and 8 devices with the same global config give the same losses and params
-to float rounding; a checkpoint saved on 2 devices resumes on 1 and on 8;
+to float rounding; a checkpoint saved on 2 devices resumes on 8 (and on 1,
+-m slow);
 the old pmap layout and a non-dividing config are clear errors; two local
 processes (`jax.distributed`) train as one.
 
@@ -25,6 +26,10 @@ from anakin_mz.runtime import run
 from anakin_mz.runtime.anakin import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+# One xdist worker runs the module (`--dist loadgroup`, pyproject.toml), so
+# the 1-device reference run (`one_device`) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("sharding")
 
 # Global sizes that divide by 1, 2 and 8 devices; one Anakin step makes
 # round(2.0 * 8 * 4 / 16) = 4 updates.
@@ -123,21 +128,32 @@ def one_device(tmp_path_factory):
   return logdir, _worker(1, logdir, 12)
 
 
-def test_devices_give_the_same_run_and_a_checkpoint_moves_between_them(tmp_path, one_device):
+def _two_devices_then_resume_on(devices, tmp_path, one_device):
   ref_dir, ref = one_device
   assert ref["devices"] == 1 and ref["update_step"] == [4, 8, 12]
   # 2 devices from scratch, saving at update 8.
   two = _worker(2, tmp_path / "two", 8)
   assert two["devices"] == 2 and two["saved"] == 8
   np.testing.assert_allclose(two["loss"], ref["loss"][:2], rtol=1e-5)
-  # The 2-device checkpoint resumes on 1 and on 8 devices.
-  for n in (1, 8):
+  # The 2-device checkpoint resumes on each of `devices`.
+  for n in devices:
     logdir = tmp_path / f"resume{n}"
     shutil.copytree(tmp_path / "two", logdir)
     out = _worker(n, logdir, 12, resume=True)
     assert out["devices"] == n and out["update_step"] == [12]
     np.testing.assert_allclose(out["loss"], ref["loss"][2:], rtol=1e-5)
     _assert_params_close(logdir / "params.npz", ref_dir / "params.npz")
+
+
+def test_devices_give_the_same_run_and_a_checkpoint_moves_between_them(tmp_path, one_device):
+  _two_devices_then_resume_on((8,), tmp_path, one_device)
+
+
+# Onto fewer devices: the 4-device checkpoint of the two-process test below
+# restores in this 1-device process in the fast suite too.
+@pytest.mark.slow
+def test_a_two_device_checkpoint_resumes_on_one(tmp_path, one_device):
+  _two_devices_then_resume_on((1,), tmp_path, one_device)
 
 
 def test_two_processes_train_as_one(tmp_path, one_device):
