@@ -63,6 +63,28 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
   assert ckpt.steps(result.checkpoint_dir) == expected
 
 
+def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
+  """`run.train` keeps the steps it compiled (`run._STEPS`): a run of an
+  equal config makes the same run without tracing its step again; another
+  config compiles its own."""
+  cfg = tiny("train.total_updates=8", "train.checkpoint_every=0", "seed=3")
+  first = run.train(cfg, logdir=str(tmp_path / "a"), progress=False)
+  key = next(reversed(run._STEPS))
+  compiled, kept = run._STEPS[key], len(run._STEPS)
+  again = run.train(cfg, logdir=str(tmp_path / "b"), progress=False)
+  assert len(run._STEPS) == kept and next(reversed(run._STEPS)) == key
+  assert run._STEPS[key] is compiled
+  _assert_trees_equal(again.state.params, first.state.params)
+  assert [r["loss"] for r in again.history] == [r["loss"] for r in first.history]
+  run.train(
+    tiny("train.total_updates=8", "train.checkpoint_every=0", "discount=0.9"),
+    logdir=str(tmp_path / "c"),
+    progress=False,
+  )
+  assert next(reversed(run._STEPS)) != key and key in run._STEPS
+  assert len(run._STEPS) <= run._STEPS_KEPT
+
+
 def test_a_stop_callback_ends_the_run_after_the_step_it_names_and_saves(tmp_path):
   """`run.train(stop=...)`: asked after each step with its row, True ends
   the run there (a round of games in `compare`), checkpointed."""

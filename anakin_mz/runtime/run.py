@@ -21,8 +21,10 @@ How a run ends:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import json
 import os
 import signal
 import threading
@@ -192,13 +194,55 @@ def auto_mesh(config: Config) -> Mesh:
   return make_mesh(devices)
 
 
+# The steps this process compiled, newest last, by what makes the program:
+# a learner is a pure function of its class, its config and its mesh, so a
+# later `train` of an equal config on the same mesh (the next chunk of
+# `compare`, a resumed run in a notebook) reuses the step instead of tracing
+# it again, which alone takes seconds. The learner's `step` and `local_step`
+# are in the key, so a method replaced at run time (a test's probe) is
+# traced; so are the JAX settings that change the compiled program.
+_STEPS: "collections.OrderedDict[tuple, jax.stages.Compiled]" = collections.OrderedDict()
+_STEPS_KEPT = 4
+_COMPILE_SETTINGS = (
+  "jax_disable_most_optimizations",
+  "jax_enable_x64",
+  "jax_default_matmul_precision",
+)
+
+
+def _step_key(learner: BaseLearner, state) -> tuple:
+  cls = type(learner)
+  leaves, tree = jax.tree.flatten(state)
+  return (
+    cls,
+    getattr(cls, "step", None),
+    getattr(cls, "local_step", None),
+    json.dumps(learner.config.to_dict(), sort_keys=True, default=str),
+    tuple(learner.mesh.devices.flat),
+    tuple(learner.mesh.axis_names),
+    tuple(jax.config.values[name] for name in _COMPILE_SETTINGS),
+    tree,
+    tuple((x.shape, str(x.dtype), getattr(x, "sharding", None)) for x in leaves),
+  )
+
+
 def _compiled_step(learner: BaseLearner, state):
-  """`learner.jit_step` compiled for `state`; in a multi-process run, once
-  every process has compiled it. (The CPU collectives of several processes
-  give a peer 30 s to reach the first collective; compile times differ by
-  more than that on a loaded host, so the processes meet at the coordination
-  service's barrier, which waits as long as compiling takes, first.)"""
+  """`learner.jit_step` compiled for `state` (or this process's earlier
+  compilation of the same program, `_STEPS`); in a multi-process run,
+  compiled afresh, once every process has compiled it. (The CPU collectives
+  of several processes give a peer 30 s to reach the first collective;
+  compile times differ by more than that on a loaded host, so the processes
+  meet at the coordination service's barrier, which waits as long as
+  compiling takes, first.)"""
+  key = _step_key(learner, state) if jax.process_count() == 1 else None
+  if key in _STEPS:
+    _STEPS.move_to_end(key)
+    return _STEPS[key]
   step = learner.jit_step.lower(state).compile()
+  if key is not None:
+    _STEPS[key] = step
+    while len(_STEPS) > _STEPS_KEPT:
+      _STEPS.popitem(last=False)
   if jax.process_count() > 1:
     from jax._src import (
       distributed,
