@@ -181,10 +181,12 @@ def test_the_encoder_learns_through_the_dynamics():
     target_turn=jnp.ones((n, k), jnp.int32),
   )
   loss = lambda p, **w: smz_loss(p, net, batch, LossConfig(l2=0.0, **w))[0]
-  # Jitted: op by op, the three gradients compiled hundreds of tiny programs.
-  kernel = lambda **w: jax.jit(jax.grad(lambda p: loss(p, **w)))(params)["e"]["params"]["Dense_0"][
-    "kernel"
-  ]
+
+  def kernel(**w):
+    # Jitted: op by op, the three gradients compiled hundreds of tiny programs.
+    grads = jax.jit(jax.grad(lambda p: loss(p, **w)))(params)
+    return grads["e"]["params"]["Dense_0"]["kernel"]
+
   # Through the code g reads: no commitment, the value, reward, policy and
   # turn terms after the chance step move e.
   assert float(jnp.abs(kernel(commitment_weight=0.0)).sum()) > 0
