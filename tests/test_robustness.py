@@ -65,10 +65,11 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
 
 def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
   """`run.train` keeps the steps it compiled (`run._STEPS`): a run of an
-  equal config makes the same run without tracing its step again; another
-  config, even one that differs outside the step (checkpointing), traces
-  its own. (The config of `test_final_save_happens_once[8-0]`, so that the
-  first run here may be a hit already.)"""
+  equal config makes the same run without tracing its step again, and so
+  does one that differs only in the loop around the step (checkpointing);
+  a config that changes the step (its learning-rate schedule's length)
+  compiles its own. (The configs of `test_final_save_happens_once`, so
+  that the runs here may be hits already.)"""
   cfg = tiny("train.total_updates=8", "train.checkpoint_every=0")
   first = run.train(cfg, logdir=str(tmp_path / "a"), progress=False)
   key = next(reversed(run._STEPS))
@@ -78,8 +79,15 @@ def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
   assert run._STEPS[key] is compiled
   _assert_trees_equal(again.state.params, first.state.params)
   assert [r["loss"] for r in again.history] == [r["loss"] for r in first.history]
-  other = tiny("train.total_updates=8", "train.checkpoint_every=8")
-  run.train(other, logdir=str(tmp_path / "c"), progress=False)
+  every4 = run.train(
+    tiny("train.total_updates=8", "train.checkpoint_every=4"),
+    logdir=str(tmp_path / "c"),
+    progress=False,
+  )
+  assert len(run._STEPS) == kept and run._STEPS[key] is compiled
+  _assert_trees_equal(every4.state.params, first.state.params)
+  other = tiny("train.total_updates=12", "train.checkpoint_every=8")
+  run.train(other, logdir=str(tmp_path / "d"), progress=False)
   assert next(reversed(run._STEPS)) != key and key in run._STEPS
   assert len(run._STEPS) <= run._STEPS_KEPT
 

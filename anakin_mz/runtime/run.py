@@ -208,16 +208,22 @@ _COMPILE_SETTINGS = (
   "jax_enable_x64",
   "jax_default_matmul_precision",
 )
+# Settings of the loop around the step (this module reads them; no learner
+# does), left out of the key so that runs differing only in when they
+# evaluate, checkpoint or log share a step.
+_LOOP_ONLY = ("eval_every", "eval_games", "checkpoint_every", "log_every")
 
 
 def _step_key(learner: BaseLearner, state) -> tuple:
   cls = type(learner)
   leaves, tree = jax.tree.flatten(state)
+  config = learner.config.to_dict()
+  config["train"] = {k: v for k, v in config["train"].items() if k not in _LOOP_ONLY}
   return (
     cls,
     getattr(cls, "step", None),
     getattr(cls, "local_step", None),
-    json.dumps(learner.config.to_dict(), sort_keys=True, default=str),
+    json.dumps(config, sort_keys=True, default=str),
     tuple(learner.mesh.devices.flat),
     tuple(learner.mesh.axis_names),
     tuple(jax.config.values[name] for name in _COMPILE_SETTINGS),
