@@ -67,9 +67,10 @@ def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
   """`run.train` keeps the steps it compiled (`run._STEPS`): a run of an
   equal config makes the same run without tracing its step again, and so
   does one that differs only in the loop around the step (checkpointing);
-  a config that changes the step (its learning-rate schedule's length)
-  compiles its own. (The configs of `test_final_save_happens_once`, so
-  that the runs here may be hits already.)"""
+  a config that differs in the step's own settings (the update budget)
+  traces its own, even where XLA's cache then holds the same program.
+  (The configs of `test_final_save_happens_once`, so that the runs here
+  may be hits already.)"""
   cfg = tiny("train.total_updates=8", "train.checkpoint_every=0")
   first = run.train(cfg, logdir=str(tmp_path / "a"), progress=False)
   key = next(reversed(run._STEPS))
