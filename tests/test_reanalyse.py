@@ -58,6 +58,11 @@ def _config(root="puct", td_steps=0, fraction=1.0, extra=DETERMINISTIC):
   )
 
 
+# Jitted once per module (not per root's buffer): op by op, adding a chunk
+# compiled dozens of tiny programs.
+_add_jit = jax.jit(functools.partial(replay.add, drop_invalid=True))
+
+
 @functools.lru_cache(maxsize=None)
 def _buffer(root):
   """(env, network, current params, a buffer filled by self-play with other,
@@ -73,12 +78,11 @@ def _buffer(root):
   )
   actor = init_actors(env, jax.random.PRNGKey(2), B)
   buf = replay.init_buffer(replay.example_transition(env, legal_mask=True), CAP, B)
-  add = jax.jit(functools.partial(replay.add, drop_invalid=True))
   key = jax.random.PRNGKey(3)
   for _ in range(CHUNKS):
     key, k = jax.random.split(key)
     actor, records, _ = roll(old, actor, k)
-    buf = add(buf, records)
+    buf = _add_jit(buf, records)
   assert int(np.min(buf.added)) > CAP  # the rings wrapped
   return env, net, new, buf
 
