@@ -217,6 +217,8 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   # evaluate.py's report plays it and names it.
   r = report.evaluate_checkpoint(result.checkpoint_dir, games=4, extra=False)
   assert r["algorithm"] == "tdlambda" and r["step"] == step
+  # No tree, so no simulations in the record (the config's search section has some).
+  assert r["simulations"] == 0 and loaded.config.search.num_simulations > 0
   assert "agent       tdlambda search, 1-ply expectimax" in report.format_report(r)
 
 

@@ -115,7 +115,9 @@ def evaluate_checkpoint(
     "step": agent.step,
     "agent": agent_kind,
     "algorithm": agent.config.agent,  # the config's agent (registered): whose policy plays
-    "simulations": search.num_simulations if agent_kind == "search" else 0,
+    # 0 where no tree of num_simulations plays (the value policy, and agents
+    # whose `plays` says how they play instead: TD(lambda), PPO).
+    "simulations": search.num_simulations if agent_kind == "search" and not agent.spec.plays else 0,
   }
   if search_overrides:
     out["search_overrides"] = list(search_overrides)
