@@ -85,12 +85,19 @@ def state_values(
     root_player: int32 `[N]`.
     discount: per-transition discount.
   """
-  n, c = children.current_player.shape
+  n = children.current_player.shape[0]
   flip = env.payoff == "zero_sum"
-  own, kids = values[:n], values[n:].reshape(n, c)
-  own = sign(view_player(env, state), root_player, flip) * own
-  kid_sign = sign(view_player(env, children), root_player[:, None], flip)
-  kid_value = jnp.where(children.current_player == envs.TERMINAL, 0.0, kid_sign * kids)
+  own = sign(view_player(env, state), root_player, flip) * values[:n]
+  kids = sign(view_player(env, children), root_player[:, None], flip) * values[n:].reshape(n, -1)
+  return _combine(state, children, own, kids, root_player, discount)
+
+
+def _combine(state, children, own, kids, root_player, discount):
+  """`[N]`: the module's rule, given `own` `[N]` (the value of each state as a
+  decision node) and `kids` `[N, C]` (of each chance child), both already
+  from `root_player`'s view."""
+  n, c = children.current_player.shape
+  kid_value = jnp.where(children.current_player == envs.TERMINAL, 0.0, kids)
   kid_reward = jnp.take_along_axis(
     children.rewards, jnp.broadcast_to(root_player[:, None, None], (n, c, 1)), axis=-1
   )[..., 0]
@@ -102,20 +109,98 @@ def state_values(
   )
 
 
-def one_ply_policy(
-  env: envs.Env, value_fn: Callable[[chex.Array], chex.Array], *, discount: float
+def node_values(
+  env: envs.Env,
+  value_fn: Callable[[chex.Array], chex.Array],
+  state: envs.State,
+  root_player: chex.Array,
+  *,
+  moves: int,
+  discount: float,
+) -> chex.Array:
+  """`[N]` values of `state` `[N]` (any kind of node) from `root_player`
+  `[N]`'s view, looking `moves` more moves ahead before the network values.
+
+  `moves=0` is the module's rule (`state_values`). With `moves > 0` a
+  decision node, and a decision node reached by the chance that follows a
+  state, is valued by its mover's best legal move (`decision_values`)
+  instead of by the network: the mover maximises its own view (in a
+  zero-sum game it minimises `root_player`'s; a collaborative game's movers
+  share one view), chance is averaged exactly, and a chance child that is
+  itself a chance node still stops at the network. The tree has fixed
+  shapes: every node is expanded both as a decision node
+  (`env.max_legal_actions` slots) and as a chance node, and its kind picks
+  the result, so the network sees about `N * ((1 + C) * max_legal_actions)
+  ** moves * (1 + C)` observations, in one batch per level.
+  """
+  children = chance_children(env, state)
+  values = value_fn(observations(state, children))
+  if moves == 0:
+    return state_values(env, state, children, values, root_player, discount=discount)
+  n, c = children.current_player.shape
+  flip = env.payoff == "zero_sum"
+  kids = jax.tree.map(lambda x: x.reshape((n * c,) + x.shape[2:]), children)
+  nodes = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), state, kids)
+  roots = jnp.concatenate([root_player, jnp.repeat(root_player, c)])
+  best = decision_values(env, value_fn, nodes, roots, moves=moves, discount=discount)
+  net = sign(view_player(env, nodes), roots, flip) * values
+  value = jnp.where(nodes.current_player >= 0, best, net)
+  return _combine(state, children, value[:n], value[n:].reshape(n, c), root_player, discount)
+
+
+def decision_values(
+  env: envs.Env,
+  value_fn: Callable[[chex.Array], chex.Array],
+  state: envs.State,
+  root_player: chex.Array,
+  *,
+  moves: int,
+  discount: float,
+) -> chex.Array:
+  """`[N]`: the value from `root_player`'s view of the move that the mover of
+  each decision node `state` `[N]` likes best, each move's successor valued
+  by `node_values` with `moves - 1` (the first of equals; 0 where no move is
+  legal, i.e. at a node that is not a decision node)."""
+  slots = env.max_legal_actions
+  n = state.current_player.shape[0]
+  actions, valid = envs.legal_slots(state.legal_action_mask, slots)
+  succ = jax.vmap(lambda s, a: jax.vmap(lambda b: env.step(s, b))(a))(state, actions)
+  flat = jax.tree.map(lambda x: x.reshape((n * slots,) + x.shape[2:]), succ)
+  roots = jnp.repeat(root_player, slots)
+  v = node_values(env, value_fn, flat, roots, moves=moves - 1, discount=discount)
+  r = jnp.take_along_axis(flat.rewards, roots[:, None], axis=-1)[:, 0]
+  q = (r + discount * v).reshape(n, slots)
+  mover = jnp.maximum(state.current_player, 0)
+  side = sign(mover, root_player, env.payoff == "zero_sum")
+  choice = jnp.argmax(jnp.where(valid, side[:, None] * q, -jnp.inf), axis=-1)
+  chosen = jnp.take_along_axis(q, choice[:, None], axis=-1)[:, 0]
+  return jnp.where(jnp.any(valid, axis=-1), chosen, 0.0)
+
+
+def expectimax_policy(
+  env: envs.Env,
+  value_fn: Callable[[chex.Array], chex.Array],
+  *,
+  discount: float,
+  depth: int = 1,
 ) -> envs.OnePlyPolicy:
-  """TD-Gammon's 1-ply player on `env` with the value function `value_fn`
-  (`[M, *obs]` observations -> `[M]` values, each from its observation's
-  view): every move is tried on the real game and its successor valued by
-  the module's rule, with one `value_fn` call for all successors and their
-  chance children. TD(lambda) plays it with its value network
-  (`tdlambda.one_ply_policy`), `evaluate.py --agent value` with a
-  checkpoint's value head (`AgentSpec.value_policy`)."""
+  """An expectimax player on `env` searching `depth` moves, with the value
+  function `value_fn` (`[M, *obs]` observations -> `[M]` values, each from
+  its observation's view) at the leaves: every legal move is tried on the
+  real game and its successor valued by `node_values` with `depth - 1` more
+  moves. `depth=1` is TD-Gammon's 1-ply player (one `value_fn` call for all
+  successors and their chance children); `depth=2` also tries every reply
+  to every chance outcome. TD(lambda) plays it with its value network
+  (`tdlambda.expectimax`), `evaluate.py --agent value` with a checkpoint's
+  value head (`AgentSpec.value_policy`), both at `search.expectimax_depth`.
+
+  Raises:
+    ValueError: `depth` is not an int >= 1.
+  """
+  if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+    raise ValueError(f"expectimax depth must be an int >= 1, got {depth!r}")
 
   def successor_value(state: envs.State, root_player: chex.Array) -> chex.Array:
-    children = chance_children(env, state)
-    values = value_fn(observations(state, children))
-    return state_values(env, state, children, values, root_player, discount=discount)
+    return node_values(env, value_fn, state, root_player, moves=depth - 1, discount=discount)
 
   return envs.OnePlyPolicy(env=env, successor_value=successor_value, discount=discount)

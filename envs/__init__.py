@@ -10,7 +10,7 @@ See `envs/API.md` for the contract.
 """
 
 from envs.core import CHANCE, PAYOFF_KINDS, TERMINAL, Env, Game, State, chance_outcome, raw_key
-from envs.policy import OnePlyPolicy, Policy, random_policy
+from envs.policy import OnePlyPolicy, Policy, legal_slots, random_policy
 from envs.registry import default_params, make, register, registered
 
 # Each import registers one game.
@@ -38,6 +38,7 @@ __all__ = [
   "raw_key",
   "Policy",
   "OnePlyPolicy",
+  "legal_slots",
   "random_policy",
   "from_gymnax",
   "from_pgx",

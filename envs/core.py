@@ -199,6 +199,14 @@ class Game(abc.ABC):
   def max_game_length(self) -> int:
     """Bound on transitions (chance included); the game is truncated there."""
 
+  @property
+  def max_legal_actions(self) -> int:
+    """A bound on the legal actions at any decision node (default
+    `num_actions`). Players that branch on the legal moves only (the UCT
+    bot, the expectimax of `envs.OnePlyPolicy`) keep this many slots instead
+    of `num_actions`; `envs.testing.check_playouts` checks the bound."""
+    return self.num_actions
+
   # Rules.
   @abc.abstractmethod
   def init(self, key: jax.Array) -> GameState:
@@ -290,6 +298,10 @@ class Env:
   @property
   def num_actions(self) -> int:
     return self._game.num_actions
+
+  @property
+  def max_legal_actions(self) -> int:
+    return self._game.max_legal_actions
 
   @property
   def num_chance_outcomes(self) -> int:

@@ -217,6 +217,12 @@ class Einstein(Game):
     return 3 if self.placement == "chance" else 1
 
   @property
+  def max_legal_actions(self) -> int:
+    """Two selectable pieces (the die's, or the nearest above and below it)
+    with three moves each."""
+    return 6
+
+  @property
   def num_chance_outcomes(self) -> int:
     return NUM_PLACEMENTS if self.placement == "chance" else 6
 

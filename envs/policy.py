@@ -106,6 +106,15 @@ def per_game(single: SinglePolicy) -> Policy:
 SuccessorValue = Callable[[State, jax.Array], jax.Array]
 
 
+def legal_slots(mask: jax.Array, size: int):
+  """The legal actions of `mask` `[B, A]` as slots: (actions int32 `[B, size]`
+  ascending, 0-padded; valid bool `[B, size]`). Legal actions beyond `size`
+  are dropped."""
+  actions = jax.vmap(lambda m: jnp.nonzero(m, size=size, fill_value=0)[0])(mask)
+  valid = jnp.arange(size) < jnp.sum(mask, -1, keepdims=True)
+  return actions.astype(jnp.int32), valid
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class OnePlyPolicy:
   """A `Policy` that tries every move on the real game and plays the legal
@@ -131,17 +140,25 @@ class OnePlyPolicy:
   discount: float
 
   def action_values(self, state: State) -> jax.Array:
-    """float32 `[B, A]`: every action's value from the mover's view (illegal
-    actions included: meaningless but defined)."""
+    """float32 `[B, A]`: every legal action's value from the mover's view
+    (0 at the illegal ones). Only the legal moves are tried, in
+    `env.max_legal_actions` slots (`legal_slots`), so a game of many actions
+    and few legal moves (EinStein: 75 and 6) costs its legal moves, not its
+    action space."""
     num_envs, num_actions = state.legal_action_mask.shape
+    slots = self.env.max_legal_actions
     mover = jnp.maximum(state.current_player, 0).astype(jnp.int32)
-    actions = jnp.arange(num_actions, dtype=jnp.int32)
-    succ = jax.vmap(lambda s: jax.vmap(lambda a: self.env.step(s, a))(actions))(state)
-    flat = jax.tree.map(lambda x: x.reshape((num_envs * num_actions,) + x.shape[2:]), succ)
-    root = jnp.repeat(mover, num_actions)
+    actions, valid = legal_slots(state.legal_action_mask, slots)
+    succ = jax.vmap(lambda s, a: jax.vmap(lambda b: self.env.step(s, b))(a))(state, actions)
+    flat = jax.tree.map(lambda x: x.reshape((num_envs * slots,) + x.shape[2:]), succ)
+    root = jnp.repeat(mover, slots)
     v = self.successor_value(flat, root)
     r = jnp.take_along_axis(flat.rewards, root[:, None], axis=-1)[:, 0]
-    return (r + self.discount * v).reshape(num_envs, num_actions)
+    q = (r + self.discount * v).reshape(num_envs, slots)
+    # Padded slots repeat action 0: they write out of bounds and are dropped.
+    column = jnp.where(valid, actions, num_actions)
+    rows = jnp.arange(num_envs)[:, None]
+    return jnp.zeros((num_envs, num_actions), q.dtype).at[rows, column].set(q, mode="drop")
 
   def choose(self, state: State) -> Tuple[jax.Array, jax.Array]:
     """(action int32 `[B]`, its value float32 `[B]`, 0 where no move is legal)."""

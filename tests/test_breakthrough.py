@@ -23,7 +23,8 @@ from envs.breakthrough import (
 )
 from envs.testing import random_playout
 import envs.bots
-from envs.bots.uct import legal_slots, mcts_policy, rollout_value
+from envs.bots.uct import mcts_policy, rollout_value
+from envs.policy import legal_slots
 from envs.policy import random_legal_action
 
 

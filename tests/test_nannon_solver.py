@@ -514,7 +514,7 @@ def test_one_ply_table_is_the_policy_applied_state_by_state(env, discount, scale
 
   model = tdlambda.ValueModel(env, NetworkConfig(hidden=(32,)), discount=discount)
   params = jax.tree.map(lambda x: scale * x, model.init(jax.random.PRNGKey(7)))
-  policy = tdlambda.one_ply_policy(model, params)
+  policy = tdlambda.expectimax_policy(model, params)
   fast = ns.one_ply_table(env, policy, batch_size=1000)
   slow = ns.policy_table_from_fn(env, lambda s: policy(s, jax.random.PRNGKey(0)), 4096)
   np.testing.assert_array_equal(fast, slow)

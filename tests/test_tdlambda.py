@@ -1,6 +1,6 @@
 """TD(lambda) (anakin_mz/agents/tdlambda.py): the online update against a hand
-computation of Sutton & Barto's eligibility trace, the 1-ply expectimax on a
-hand-built position, and a run through the shared loop and checkpoints."""
+computation of Sutton & Barto's eligibility trace, the 1- and 2-ply
+expectimax on a hand-built position, and a run through the shared loop and checkpoints."""
 
 import jax
 import jax.numpy as jnp
@@ -182,6 +182,11 @@ def test_expectimax_averages_the_chance_outcomes():
     out, played = policy(params, state)
     assert int(out.action[0]) == action and int(played[0]) == action
     np.testing.assert_allclose(out.root_value, [value], rtol=1e-6)
+    # Two moves deep it sees that any move at phase 2 or 3 ends the game
+    # with nothing: gamble 0, hand over 0, so the sure +0.2 whatever V says.
+    deep = jax.jit(lambda p, s: expectimax(model, p, s, 2))(params, state)
+    assert int(deep.action[0]) == 1
+    np.testing.assert_allclose(deep.root_value, [0.2], rtol=1e-6)
 
 
 def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
@@ -220,6 +225,12 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   # No tree, so no simulations in the record (the config's search section has some).
   assert r["simulations"] == 0 and loaded.config.search.num_simulations > 0
   assert "agent       tdlambda search, 1-ply expectimax" in report.format_report(r)
+  # search.expectimax_depth is its play-time search budget.
+  r = report.evaluate_checkpoint(
+    result.checkpoint_dir, games=4, extra=False, search_overrides=["expectimax_depth=2"]
+  )
+  assert r["expectimax_depth"] == 2 and r["simulations"] == 0
+  assert "agent       tdlambda search, 2-ply expectimax" in report.format_report(r)
 
 
 def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():

@@ -2,8 +2,10 @@
 paper's model-free baseline (TD-Gammon, Tesauro 1995; lambda = 0.7, gamma =
 1, Adam 1e-3 in the paper).
 
-Playing: 1-ply expectimax (`expectimax`). Each legal move is tried on the real
-game; its value is the move's reward plus the discounted value of the
+Playing: expectimax on the real game (`expectimax`), of
+`search.expectimax_depth` moves: 1 (the default) is TD-Gammon's 1-ply
+player, 2 also tries every reply to every chance outcome. Each legal move is
+tried on the real game; its value is the move's reward plus the discounted value of the
 successor, and a successor at a chance node is valued by the exact average
 over its outcomes (`anakin_mz.lookahead`). The value network sees decision
 nodes only, from the mover's point of view.
@@ -111,24 +113,27 @@ class ValueModel:
     return self._net.apply(params, jnp.asarray(observation, jnp.float32))
 
 
-def one_ply_policy(model: ValueModel, params: Params) -> envs.OnePlyPolicy:
-  """TD-Gammon's greedy player as an `envs.OnePlyPolicy`
-  (`lookahead.one_ply_policy`: the chance after a move averaged exactly, one
-  network call for all successors; exact evaluators may tabulate its
-  successor values)."""
-  return lookahead.one_ply_policy(
-    model.env, lambda obs: model.value(params, obs), discount=model.discount
+def expectimax_policy(model: ValueModel, params: Params, depth: int = 1) -> envs.OnePlyPolicy:
+  """TD(lambda)'s player as an `envs.OnePlyPolicy`: its value network in
+  `lookahead.expectimax_policy` of `depth` moves (1: TD-Gammon's greedy
+  1-ply player, the chance after a move averaged exactly, one network call
+  for all successors; exact evaluators may tabulate its successor values)."""
+  return lookahead.expectimax_policy(
+    model.env, lambda obs: model.value(params, obs), discount=model.discount, depth=depth
   )
 
 
-def expectimax(model: ValueModel, params: Params, state: envs.State) -> SearchOutput:
-  """TD-Gammon's move choice at the batched decision states `state` `[B]`.
+def expectimax(
+  model: ValueModel, params: Params, state: envs.State, depth: int = 1
+) -> SearchOutput:
+  """TD-Gammon's move choice at the batched decision states `state` `[B]`,
+  searching `depth` moves (`search.expectimax_depth`).
 
   Returns a `SearchOutput`: `action` the legal move of highest value (the
   first of equals; 0 where no move is legal), `action_weights` its one-hot,
   `root_value` that value (mover's view), `search_tree` None.
   """
-  action, value = one_ply_policy(model, params).choose(state)
+  action, value = expectimax_policy(model, params, depth).choose(state)
   return SearchOutput(
     action=action,
     action_weights=jax.nn.one_hot(action, state.legal_action_mask.shape[-1], dtype=jnp.float32),
@@ -413,7 +418,7 @@ class TDLambdaLearner(BaseLearner):
       payoff=payoff,
     )
     actor = actor.replace(td=td)
-    move = expectimax(self.network, params, s)
+    move = expectimax(self.network, params, s, self.config.search.expectimax_depth)
     decision = s.current_player >= 0
     actor, n = self._transition(actor, decision, move.action)
     transitions += n
@@ -500,10 +505,11 @@ def search(
   config: SearchConfig,
   temperature: chex.Numeric,
 ) -> SearchOutput:
-  """TD(lambda)'s `act.SearchFn`: its 1-ply expectimax (`expectimax`; no
-  tree, `search_tree` None; key, search settings and temperature unused)."""
-  del key, env, config, temperature
-  return expectimax(model, params, state)
+  """TD(lambda)'s `act.SearchFn`: its expectimax of
+  `config.expectimax_depth` moves (`expectimax`; no tree, `search_tree`
+  None; key, the other search settings and temperature unused)."""
+  del key, env, temperature
+  return expectimax(model, params, state, config.expectimax_depth)
 
 
 AGENT = registry.register(
@@ -511,11 +517,13 @@ AGENT = registry.register(
     name="tdlambda",
     learner=TDLambdaLearner,
     model=lambda config, env: ValueModel(env, config.network, discount=config.discount),
-    greedy=one_ply_policy,
+    greedy=expectimax_policy,
     value=lambda model, params: lambda obs: model.value(params, obs),
     search=search,
-    player=lambda model, params, env, config: one_ply_policy(model, params),
-    plays="1-ply expectimax",
+    player=lambda model, params, env, config: expectimax_policy(
+      model, params, config.expectimax_depth
+    ),
+    plays="{depth}-ply expectimax",
     capabilities=registry.Capabilities(true_model=True, two_sided_value=True),
     section=TDLambdaSection,
   )

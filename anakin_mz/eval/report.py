@@ -28,7 +28,7 @@ from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as agent_lib
 
 # What plays for a checkpoint: its greedy search, its greedy network policy,
-# or its value head in a 1-ply expectimax on the real game
+# or its value head in an expectimax on the real game
 # (`AgentSpec.value_policy`, which judges the value head without the policy
 # head or the learned model).
 AGENT_KINDS = ("search", "greedy", "value")
@@ -103,7 +103,7 @@ def evaluate_checkpoint(
     search = dataclasses.replace(search, num_simulations=int(simulations))
   policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
   if agent_kind == "value" or "value" in (extra_policies or ()):
-    policies["value"] = agent.value_policy()  # only on request: one more table to score
+    policies["value"] = agent.value_policy(search)  # only on request: one more table to score
   policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
@@ -119,6 +119,8 @@ def evaluate_checkpoint(
     # whose `plays` says how they play instead: TD(lambda), PPO).
     "simulations": search.num_simulations if agent_kind == "search" and not agent.spec.plays else 0,
   }
+  if agent_kind == "value" or (agent_kind == "search" and "{depth}" in agent.spec.plays):
+    out["expectimax_depth"] = search.expectimax_depth
   if search_overrides:
     out["search_overrides"] = list(search_overrides)
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
@@ -242,10 +244,11 @@ def format_report(r: Dict[str, object]) -> str:
   """A readable table of an `evaluate_checkpoint` result."""
   sims = f", {r['simulations']} simulations" if r["agent"] == "search" else ""
   plays = registry.get(r["algorithm"]).plays if "algorithm" in r else ""
+  depth = r.get("expectimax_depth", 1)  # records older than the setting: 1-ply
   if r["agent"] == "value":  # no tree: AgentSpec.value_policy
-    sims = ", 1-ply expectimax"
-  elif plays:  # an agent whose players grow no tree (TD(lambda): 1-ply expectimax)
-    sims = f", {plays}"
+    sims = f", {depth}-ply expectimax"
+  elif plays:  # an agent whose players grow no tree (TD(lambda): expectimax)
+    sims = ", " + plays.format(depth=depth)
   algorithm = f"{r['algorithm']} " if "algorithm" in r else ""
   params = ", ".join(f"{k}={v}" for k, v in sorted(r["env_params"].items()))
   lines: List[str] = [

@@ -74,7 +74,7 @@ class Capabilities:
     return not (self.single_player and env.num_players != 1)
 
 
-# The 1-ply lookahead of `lookahead.one_ply_policy` steps the real game and
+# The lookahead of `lookahead.expectimax_policy` steps the real game and
 # flips the value's sign per side, as TD(lambda) does.
 LOOKAHEAD = Capabilities(true_model=True, two_sided_value=True)
 
@@ -101,8 +101,9 @@ class AgentSpec:
       as an `envs.Policy` (`evaluate.py --agent search`, the run loop's
       evaluation, opponents); None: the greedy search on `search`
       (`act.search_player`), or `greedy` where it has no search.
-    plays: how `player` plays where it grows no tree ("1-ply expectimax"),
-      for the reports; "" for a tree search of `search.num_simulations`.
+    plays: how `player` plays where it grows no tree, for the reports, with
+      `{depth}` standing for `search.expectimax_depth` ("{depth}-ply
+      expectimax"); "" for a tree search of `search.num_simulations`.
     capabilities: `Capabilities`.
     section: the dataclass of its own config section (`<name>:` in a config
       file; `Config.agent_config`), or None.
@@ -133,22 +134,25 @@ class AgentSpec:
     return act.search_player(self.search, model, params, env, config)
 
   def value_policy(
-    self, model: Model, params: Params, env: envs.Env, *, discount: float
+    self, model: Model, params: Params, env: envs.Env, *, discount: float, depth: int = 1
   ) -> envs.OnePlyPolicy:
-    """Its value function in TD-Gammon's 1-ply expectimax on the real game
-    (`lookahead.one_ply_policy`, as TD(lambda) plays): a diagnostic that
-    judges the value alone, with neither a policy nor a learned model.
+    """Its value function in an expectimax of `depth` moves on the real game
+    (`lookahead.expectimax_policy`, as TD(lambda) plays; 1: TD-Gammon's
+    1-ply): a diagnostic that judges the value alone, with neither a policy
+    nor a learned model.
 
     Raises ValueError where the real game allows no such lookahead
     (`LOOKAHEAD`).
     """
     if not LOOKAHEAD.supports(env):
       raise ValueError(
-        f"--agent value plays TD(lambda)'s 1-ply expectimax on the real game, which "
+        f"--agent value plays TD(lambda)'s expectimax on the real game, which "
         f"{env.id} does not allow ({unsupported_reason(env)}); use --agent "
         "search or greedy"
       )
-    return lookahead.one_ply_policy(env, self.value(model, params), discount=discount)
+    return lookahead.expectimax_policy(
+      env, self.value(model, params), discount=discount, depth=depth
+    )
 
 
 def register(agent: AgentSpec) -> AgentSpec:

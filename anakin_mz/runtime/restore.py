@@ -47,10 +47,16 @@ class Agent:
     """Its network's greedy choice (`AgentSpec.greedy`)."""
     return self.spec.greedy(self.network, self.params)
 
-  def value_policy(self) -> envs.OnePlyPolicy:
-    """Its value in a 1-ply expectimax (`AgentSpec.value_policy`)."""
+  def value_policy(self, search: Optional[SearchConfig] = None) -> envs.OnePlyPolicy:
+    """Its value in an expectimax of `search.expectimax_depth` moves
+    (`AgentSpec.value_policy`; `search` default its config's)."""
+    search = self.config.search if search is None else search
     return self.spec.value_policy(
-      self.network, self.params, self.env, discount=self.config.discount
+      self.network,
+      self.params,
+      self.env,
+      discount=self.config.discount,
+      depth=search.expectimax_depth,
     )
 
 

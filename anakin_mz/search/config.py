@@ -104,6 +104,13 @@ class SearchConfig:
       (`Config` sets it from its one `discount`). Below 1 it makes quick
       wins worth more than slow ones, which separates the moves of a side
       that wins (or loses) in every line.
+    expectimax_depth: the moves searched by the players that plan on the
+      real game and grow no tree (`lookahead.expectimax_policy`):
+      TD(lambda), in self-play and at play, and `evaluate.py --agent
+      value`. 1 is TD-Gammon's 1-ply expectimax; 2 also tries every reply to
+      every chance outcome, at about `(1 + C) * max_legal_actions` times the
+      network calls (EinStein: 42x); at most 3, as each move multiplies
+      the cost again. The tree searches ignore it.
   """
 
   num_simulations: int = 50
@@ -126,10 +133,13 @@ class SearchConfig:
   value_bounds: Optional[Tuple[float, float]] = None
   tree: str = "ndmz"
   discount: float = 1.0
+  expectimax_depth: int = 1
 
   def __post_init__(self):
     if not _is_int(self.num_simulations) or self.num_simulations < 1:
       raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
+    if not _is_int(self.expectimax_depth) or not 1 <= self.expectimax_depth <= 3:
+      raise ValueError(f"expectimax_depth must be an int in 1..3, got {self.expectimax_depth!r}")
     if self.max_depth is not None and (not _is_int(self.max_depth) or self.max_depth < 1):
       raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
     if self.identity_mode not in _IDENTITY_MODES:

@@ -22,7 +22,6 @@ from envs.einstein import NUM_PIECES, SIZE, Einstein, EinsteinState, selectable,
 from envs.policy import Policy, per_game
 
 Evaluation = Callable[[EinsteinState, jax.Array], jax.Array]
-MAX_BRANCHING = 6  # two selectable pieces with three moves each
 
 
 def race_evaluation(g: EinsteinState, player: jax.Array) -> jax.Array:
@@ -48,9 +47,9 @@ def race_evaluation(g: EinsteinState, player: jax.Array) -> jax.Array:
 
 
 def legal_actions(game: Einstein, g: EinsteinState):
-  """The legal actions of decision state `g`: int32 `[6]` (padded with 0)
-  and a bool `[6]` validity mask."""
-  (idx,) = jnp.nonzero(game.legal_action_mask(g), size=MAX_BRANCHING, fill_value=-1)
+  """The legal actions of decision state `g`: int32 `[6]`
+  (`max_legal_actions`; padded with 0) and a bool `[6]` validity mask."""
+  (idx,) = jnp.nonzero(game.legal_action_mask(g), size=game.max_legal_actions, fill_value=-1)
   return jnp.maximum(idx, 0).astype(jnp.int32), idx >= 0
 
 

@@ -24,7 +24,7 @@ import mctx
 
 from envs.bots import Bot, register_bot
 from envs.core import Env, State
-from envs.policy import Policy, random_legal_action
+from envs.policy import Policy, legal_slots, random_legal_action
 
 
 def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
@@ -61,15 +61,6 @@ def rollout_value(env: Env, state: State, key: jax.Array) -> jax.Array:
   return jnp.where(state.done, 0.0, value)
 
 
-def legal_slots(mask: jax.Array, size: int):
-  """The legal actions of `mask` `[B, A]` as slots: (actions int32 `[B, size]`
-  ascending, 0-padded; valid bool `[B, size]`). Legal actions beyond `size`
-  are dropped."""
-  actions = jax.vmap(lambda m: jnp.nonzero(m, size=size, fill_value=0)[0])(mask)
-  valid = jnp.arange(size) < jnp.sum(mask, -1, keepdims=True)
-  return actions.astype(jnp.int32), valid
-
-
 def _legal_logits(valid: jax.Array) -> jax.Array:
   # Uniform prior over legal slots; the prior only marks legality for UCT.
   return jnp.where(valid, 0.0, -1e9)
@@ -99,7 +90,7 @@ def mcts_policy(
 
   The tree's edges are slots: slot k of a node is the k-th legal action of
   its state (ascending), for `max_legal_actions` slots (default: the game's
-  `max_legal_actions` if it has one, else `num_actions`). mctx keeps
+  `max_legal_actions`). mctx keeps
   `[B, num_simulations + 1, slots]` arrays and rewrites them on every
   backward step, so 15 slots instead of Breakthrough 5x5's 75 actions make
   the search several times cheaper.
@@ -111,7 +102,7 @@ def mcts_policy(
       f"mcts: needs a two-player zero-sum env, got {env.id} "
       f"({env.num_players} players, payoff {env.payoff})"
     )
-  slots = max_legal_actions or getattr(env.game, "max_legal_actions", env.num_actions)
+  slots = max_legal_actions or env.max_legal_actions
   if not 1 <= slots <= env.num_actions:
     raise ValueError(f"mcts: max_legal_actions must be in 1..{env.num_actions}, got {slots}")
 
