@@ -119,6 +119,9 @@ def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.nd
   chance = player == CHANCE
   assert np.all((player >= TERMINAL) & (player < env.num_players)), f"{name}: bad player id"
   assert np.all(mask[decision].any(-1)), f"{name}: empty legal mask at a decision node"
+  assert np.all(mask.sum(-1) <= env.max_legal_actions), (
+    f"{name}: more legal actions than its max_legal_actions ({env.max_legal_actions})"
+  )
   assert not np.any(mask[~decision]), f"{name}: legal actions at a non-decision node"
   assert np.all(probs >= 0), f"{name}: negative chance probability"
   np.testing.assert_allclose(
