@@ -302,6 +302,11 @@ class Carchess(LaneBits, Game):
     return self.map.height * self.map.width
 
   @property
+  def max_legal_actions(self) -> int:
+    """Each light is one action (its cell), legal until toggled this round."""
+    return self.num_lights
+
+  @property
   def num_chance_outcomes(self) -> int:
     return min(self.params["spawn_max"], self._max_cap) + 1
 
