@@ -291,6 +291,13 @@ class Nannon(Game):
     return self.n + 1
 
   @property
+  def max_legal_actions(self) -> int:
+    """A move per checker on the board, plus one from home while any is
+    there: at most `checkers` (all on the board, or one at home and the rest
+    on it)."""
+    return min(self.k, self.n + 1)
+
+  @property
   def num_chance_outcomes(self) -> int:
     return 3 * self.d - 2
 
