@@ -123,11 +123,12 @@ def node_values(
 
   `moves=0` is the module's rule (`state_values`). With `moves > 0` a
   decision node, and a decision node reached by the chance that follows a
-  state, is valued by its mover's best legal move (`decision_values`)
-  instead of by the network: the mover maximises its own view (in a
-  zero-sum game it minimises `root_player`'s; a collaborative game's movers
-  share one view), chance is averaged exactly, and a chance child that is
-  itself a chance node still stops at the network. The tree has fixed
+  state, is valued by its mover's best legal move (`expectimax_policy` of
+  `moves` moves, `OnePlyPolicy.choose`) instead of by the network: the
+  mover maximises its own view (in a zero-sum game it minimises
+  `root_player`'s; a collaborative game's movers share one view), chance
+  is averaged exactly, and a chance child that is itself a chance node
+  still stops at the network. The tree has fixed
   shapes: every node is expanded both as a decision node
   (`env.max_legal_actions` slots) and as a chance node, and its kind picks
   the result, so the network sees about `N * ((1 + C) * max_legal_actions)
@@ -142,39 +143,15 @@ def node_values(
   kids = jax.tree.map(lambda x: x.reshape((n * c,) + x.shape[2:]), children)
   nodes = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), state, kids)
   roots = jnp.concatenate([root_player, jnp.repeat(root_player, c)])
-  best = decision_values(env, value_fn, nodes, roots, moves=moves, discount=discount)
+  # A decision node's mover plays its best move of the `moves`-deep
+  # expectimax, valued from its own view; the sign turns that value to
+  # `root_player`'s (exactly: a zero-sum value and reward only flip sign).
+  policy = expectimax_policy(env, value_fn, discount=discount, depth=moves)
+  mover = jnp.maximum(nodes.current_player, 0)
+  best = sign(mover, roots, flip) * policy.choose(nodes)[1]
   net = sign(view_player(env, nodes), roots, flip) * values
   value = jnp.where(nodes.current_player >= 0, best, net)
   return _combine(state, children, value[:n], value[n:].reshape(n, c), root_player, discount)
-
-
-def decision_values(
-  env: envs.Env,
-  value_fn: Callable[[chex.Array], chex.Array],
-  state: envs.State,
-  root_player: chex.Array,
-  *,
-  moves: int,
-  discount: float,
-) -> chex.Array:
-  """`[N]`: the value from `root_player`'s view of the move that the mover of
-  each decision node `state` `[N]` likes best, each move's successor valued
-  by `node_values` with `moves - 1` (the first of equals; 0 where no move is
-  legal, i.e. at a node that is not a decision node)."""
-  slots = env.max_legal_actions
-  n = state.current_player.shape[0]
-  actions, valid = envs.legal_slots(state.legal_action_mask, slots)
-  succ = jax.vmap(lambda s, a: jax.vmap(lambda b: env.step(s, b))(a))(state, actions)
-  flat = jax.tree.map(lambda x: x.reshape((n * slots,) + x.shape[2:]), succ)
-  roots = jnp.repeat(root_player, slots)
-  v = node_values(env, value_fn, flat, roots, moves=moves - 1, discount=discount)
-  r = jnp.take_along_axis(flat.rewards, roots[:, None], axis=-1)[:, 0]
-  q = (r + discount * v).reshape(n, slots)
-  mover = jnp.maximum(state.current_player, 0)
-  side = sign(mover, root_player, env.payoff == "zero_sum")
-  choice = jnp.argmax(jnp.where(valid, side[:, None] * q, -jnp.inf), axis=-1)
-  chosen = jnp.take_along_axis(q, choice[:, None], axis=-1)[:, 0]
-  return jnp.where(jnp.any(valid, axis=-1), chosen, 0.0)
 
 
 def expectimax_policy(

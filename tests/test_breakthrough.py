@@ -24,8 +24,7 @@ from envs.breakthrough import (
 from envs.testing import random_playout
 import envs.bots
 from envs.bots.uct import mcts_policy, rollout_value
-from envs.policy import legal_slots
-from envs.policy import random_legal_action
+from envs.policy import legal_slots, random_legal_action
 
 
 def _env(rows=5, columns=5):

@@ -23,8 +23,7 @@ import pytest
 
 import envs
 from envs.breakthrough import BLACK, WHITE, from_openspiel_action, to_openspiel_action
-from envs.policy import legal_slots
-from envs.policy import random_legal_action
+from envs.policy import legal_slots, random_legal_action
 
 pyspiel = pytest.importorskip("pyspiel")
 
