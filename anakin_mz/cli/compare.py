@@ -220,6 +220,8 @@ def main(argv=None, prog=None) -> int:
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  with open(os.path.join(args.out, "compare.md"), encoding="utf-8") as f:
-    print(f.read())
+  report = os.path.join(args.out, "compare.md")
+  if os.path.exists(report):  # none yet where a signal stopped a first point's training
+    with open(report, encoding="utf-8") as f:
+      print(f.read())
   return 0
