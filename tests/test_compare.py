@@ -575,6 +575,20 @@ def test_the_cli_draws_a_report_from_records_and_refuses_bad_input(tmp_path, mon
   assert e.value.code == 2 and "--from-records needs --env" in capsys.readouterr().err
 
 
+def test_the_cli_exits_cleanly_when_a_signal_stops_the_first_point(tmp_path, monkeypatch):
+  """A signal during the first point's training (`--score-from`) leaves a
+  checkpoint and no report yet: the CLI returns 0 without a traceback."""
+  from anakin_mz.cli import compare as compare_cli
+
+  monkeypatch.setenv("ANAKIN_MZ_CACHE", str(tmp_path / "cache"))
+  calls = []
+  monkeypatch.setattr(compare, "compare", lambda *a, **k: calls.append(a) or {})
+  out = tmp_path / "c"
+  argv = ["--env", "nannon", "--games", "600", "--every", "300", "--score-from", "600"]
+  assert compare_cli.main(argv + ["--out", str(out), "--devices", "1"]) == 0
+  assert len(calls) == 1 and not (out / "compare.md").exists()
+
+
 def test_a_larger_budget_extends_a_comparison_and_nothing_else_does(tmp_path):
   """The same comparison with a larger total (same unit and schedule) goes
   on where it stopped; any other change is refused, naming it."""
