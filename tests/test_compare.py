@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tiny
 
-from anakin_mz.experiments import compare, compare_report
+from anakin_mz.experiments import compare, compare_report, compare_state
 from anakin_mz.experiments import records as records_lib
 from anakin_mz import config as config_lib
 
@@ -205,9 +205,10 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypa
     env_steps = [r["env_steps"] for r in rs]
     assert env_steps[0] == 0 and env_steps == sorted(env_steps) and env_steps[-1] >= 128
     assert rs[-1]["update_step"] > 0 and rs[-1]["train_s"] > 0
-    # Beside the checkpoint, the seconds trained to it (a cut scoring keeps them).
-    with open(os.path.join(run_dir, compare.TRAINED_FILE)) as f:
-      assert json.load(f) == {"update_step": rs[-1]["update_step"], "train_s": rs[-1]["train_s"]}
+    # Beside the checkpoint, the training behind it (a cut scoring keeps it).
+    with open(os.path.join(run_dir, compare_state.TRAINED_FILE)) as f:
+      keys = ("update_step", "train_s", "env_steps", "games")
+      assert json.load(f) == {k: rs[-1][k] for k in keys}
     # An ordinary run directory: TensorBoard holds the same scores.
     scalars = plots.load_scalars(run_dir)
     steps, values = scalars["exact/greedy_vs_optimal"]
@@ -387,30 +388,118 @@ def test_games_played_past_the_last_scored_point_are_counted_on_resume():
   last = {"env_steps": 1000.0, "games": 40.0}
   # The first step after resuming: 100 transitions taking the total to 1,700.
   step = {"env_steps": 1700.0, "transitions": 100.0, "episodes": 5.0}
-  assert compare.unscored_games(last, step) == 600.0 * 0.04
-  assert compare.unscored_games(last, dict(step, env_steps=1100.0)) == 0.0  # resumed at the row
-  assert compare.unscored_games(None, dict(step, env_steps=100.0)) == 0.0  # a fresh run
+  unscored = compare_state.unscored_games
+  assert unscored(last, step) == 600.0 * 0.04
+  assert unscored(last, dict(step, env_steps=1100.0)) == 0.0  # resumed at the row
+  assert unscored(None, dict(step, env_steps=100.0)) == 0.0  # a fresh run
   # No row yet (a first point past the start) and a cut first chunk: the gap
   # runs from the start, at this step's games per env step.
-  assert compare.unscored_games(None, step) == 1600.0 * 0.05
+  assert unscored(None, step) == 1600.0 * 0.05
   untrained = {"env_steps": 0.0, "games": 0.0}  # from the untrained point: this step's rate
-  assert compare.unscored_games(untrained, dict(step, episodes=4.0)) == 1600.0 * 0.04
+  assert unscored(untrained, dict(step, episodes=4.0)) == 1600.0 * 0.04
+  # Where the checkpoint was saved with its count, the count is used, and
+  # only for that checkpoint (its env steps).
+  saved = {"update_step": 480, "train_s": 9.0, "env_steps": 1600.0, "games": 63.0}
+  assert compare_state.saved_games(saved, 1600.0) == 63.0
+  assert compare_state.saved_games(saved, 1500.0) is None  # another checkpoint
+  assert compare_state.saved_games({"update_step": 480, "train_s": 9.0}, 1600.0) is None  # older
+  assert compare_state.saved_games(None, 1600.0) is None
 
 
 def test_seconds_trained_past_the_last_scored_point_are_kept_on_resume(tmp_path):
   last = {"update_step": 400, "train_s": 100.0}
+  trained_seconds = compare_state.trained_seconds
   # A chunk trained on to update 480 (130 s in all), then its scoring was cut.
-  assert compare.trained_seconds(last, {"update_step": 480, "train_s": 130.0}) == 130.0
-  assert compare.trained_seconds(last, {"update_step": 400, "train_s": 100.0}) == 100.0
-  assert compare.trained_seconds(last, {"update_step": 320, "train_s": 80.0}) == 100.0  # older
-  assert compare.trained_seconds(last, None) == 100.0
-  assert compare.trained_seconds(None, {"update_step": 80, "train_s": 20.0}) == 20.0
-  assert compare.trained_seconds(None, None) == 0.0
+  assert trained_seconds(last, {"update_step": 480, "train_s": 130.0}) == 130.0
+  assert trained_seconds(last, {"update_step": 400, "train_s": 100.0}) == 100.0
+  assert trained_seconds(last, {"update_step": 320, "train_s": 80.0}) == 100.0  # older
+  assert trained_seconds(last, None) == 100.0
+  assert trained_seconds(None, {"update_step": 80, "train_s": 20.0}) == 20.0
+  assert trained_seconds(None, None) == 0.0
   # The file: written whole, read back; one cut while writing reads as none.
-  compare._write_trained(str(tmp_path), 480, 130.0)
-  assert compare._read_trained(str(tmp_path)) == {"update_step": 480, "train_s": 130.0}
-  (tmp_path / compare.TRAINED_FILE).write_text('{"update_st')
-  assert compare._read_trained(str(tmp_path)) is None
+  compare_state.write_trained(str(tmp_path), 480, 130.0, 1600.0, 63.0)
+  want = {"update_step": 480, "train_s": 130.0, "env_steps": 1600.0, "games": 63.0}
+  assert compare_state.read_trained(str(tmp_path)) == want
+  (tmp_path / compare_state.TRAINED_FILE).write_text('{"update_st')
+  assert compare_state.read_trained(str(tmp_path)) is None
+
+
+def test_a_checkpoint_past_the_last_point_is_scored_as_it_is(tmp_path, monkeypatch):
+  """`compare(score_now=True)` per run: the latest checkpoint, where it is
+  past the last point, is scored at the step, env steps and games saved
+  beside it; without a saved count it is refused, naming the fix."""
+  from anakin_mz.runtime import checkpoint as ckpt
+
+  spec, run_dir, said = compare.RunSpec("ndmz", 0), str(tmp_path), []
+  scored = []
+
+  def score(*args):
+    scored.append(args)
+
+  def as_is(steps, rows):
+    monkeypatch.setattr(ckpt, "steps", lambda d: steps)
+    compare._score_as_is(spec, rows, run_dir, score, said.append)
+
+  as_is((400,), [{"update_step": 400}])  # scored already
+  as_is((), [])  # never trained
+  assert not scored and all("nothing to score" in s for s in said)
+  compare_state.write_trained(run_dir, 480, 130.0, 1600.0, 63.0)
+  as_is((400, 480), [{"update_step": 400}])
+  assert scored == [(spec, 480, 1600.0, 63.0, 0.0)]
+  # Saved by an older anakin-mz (no count), or for another checkpoint.
+  for trained in ({"update_step": 480, "train_s": 1.0}, {"update_step": 440, "games": 1.0}):
+    (tmp_path / compare_state.TRAINED_FILE).write_text(json.dumps(trained))
+    with pytest.raises(ValueError, match="no saved game count.*without --score-now"):
+      as_is((400, 480), [{"update_step": 400}])
+  assert len(scored) == 1
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_a_signal_is_scored_where_it_stopped(tmp_path, monkeypatch):
+  """SIGTERM between two points (a device's deadline): the checkpoint is
+  saved with the games its steps played, and `score_now` scores it there,
+  training nothing; the count is the sum of the steps' episodes."""
+  import signal
+
+  from anakin_mz.runtime import run as run_lib
+
+  train, seen, signalled, calls = run_lib.train, [], [], [0]
+
+  def train_until_sigterm(config, **kw):
+    stop = kw.pop("stop")
+
+    def stop_and_signal(row):
+      seen.append(row["episodes"])
+      if sum(seen) > 0 and len(seen) >= 3 and len(signalled) < calls[0]:  # after some games
+        signalled.append(os.kill(os.getpid(), signal.SIGTERM))
+      return stop(row)
+
+    calls[0] += 1
+    return train(config, stop=stop_and_signal, **kw)
+
+  runs, out = compare.parse_runs("ndmz", [0]), str(tmp_path)
+  budget = compare.Budget("games", 10_000, 10_000, first=10_000)
+  monkeypatch.setattr(run_lib, "train", train_until_sigterm)
+  said = []
+  rows = compare.compare(NANNON, TINY, runs, budget, out, eval_games=4, say=said.append)
+  assert rows == {"ndmz_s0": []} and any("SIGTERM while training" in s for s in said)
+  saved = compare_state.read_trained(os.path.join(out, "ndmz_s0"))
+  assert signalled and saved["games"] == sum(seen) > 0
+  # Resumed and stopped again after one step: the count goes on from the
+  # one saved (not from an estimate).
+  compare.compare(NANNON, TINY, runs, budget, out, eval_games=4, say=said.append)
+  saved = compare_state.read_trained(os.path.join(out, "ndmz_s0"))
+  assert len(signalled) == 2 and saved["games"] == sum(seen)
+
+  def no_training(*a, **k):
+    raise AssertionError("score_now trained")
+
+  monkeypatch.setattr(run_lib, "train", no_training)
+  rows = compare.compare(NANNON, TINY, runs, budget, out, eval_games=4, score_now=True)
+  (row,) = rows["ndmz_s0"]
+  assert (row["update_step"], row["games"]) == (saved["update_step"], sum(seen))
+  assert row["env_steps"] == saved["env_steps"] > 0
+  assert 0 <= row["exact/greedy_vs_optimal"] <= 1
 
 
 def test_the_search_exact_score_and_its_match_get_distinct_columns():

@@ -28,9 +28,13 @@ and `<out>/figure3_<run>.png`.
 Run the same command again to resume (each run continues from its last
 checkpoint). `--score-from G` scores first at G (in the budget's unit), not
 untrained: a repeat of a run whose early points are known trains to G
-unscored. `--from-records FILE EXPERIMENT` draws the report again from the
-scored points a comparison recorded (`records.jsonl` in each run directory,
-or a project records file), when its run directories are gone.
+unscored. A run stopped between points (SIGTERM at a device's deadline)
+is scored where it stopped, with no more training, by the same command
+with `--score-now` (its games are counted exactly, beside the checkpoint);
+the same command without it then goes on to the next point.
+`--from-records FILE EXPERIMENT` draws the report again from the scored
+points a comparison recorded (`records.jsonl` in each run directory, or a
+project records file), when its run directories are gone.
 
 An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
@@ -90,6 +94,12 @@ def main(argv=None, prog=None) -> int:
     default="greedy,search,value",
     help="--score paper: the policies the game's exact evaluators score, comma-separated, of "
     "greedy, search, value (empty: none; default all three)",
+  )
+  parser.add_argument(
+    "--score-now",
+    action="store_true",
+    help="train nothing: score each run's latest checkpoint where it is past the run's last "
+    "point (a run a signal stopped between points), at the games saved with it",
   )
   parser.add_argument("--eval-games", type=int, default=500, help="match games per score (even)")
   parser.add_argument("--out", required=True, help="the comparison's directory")
@@ -216,6 +226,7 @@ def main(argv=None, prog=None) -> int:
       eval_games=args.eval_games,
       title=title,
       scoring=scoring,
+      score_now=args.score_now,
     )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)

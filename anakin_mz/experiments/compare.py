@@ -24,7 +24,10 @@ point is also a run record (`records`) in `<out>/<label>/records.jsonl`
 * Resume: run the same comparison again. Each run resumes from its last
   checkpoint (bit-identical, `run.train`); points already scored are kept.
   A chunk killed half-way is trained again from its last checkpoint, and its
-  lost time is not counted.
+  lost time is not counted. Beside each checkpoint a chunk saves, the
+  seconds and self-play games behind it (`compare_state`): a chunk stopped
+  by a signal resumes with both exact, or is scored where it stopped with
+  `score_now`, training nothing.
 * Agents: `agent=<name>` is passed to the config as an override where the
   config knows an `agent` key; where it does not, only `ndmz` is valid.
 """
@@ -53,12 +56,13 @@ from anakin_mz.experiments.compare_report import score_keys as score_keys
 from anakin_mz.experiments import records as records_lib
 from anakin_mz.experiments.compare_records import record as _record
 from anakin_mz.experiments.compare_records import rows_from_records as rows_from_records
+from anakin_mz.experiments import compare_state as state_lib
+from anakin_mz.experiments.compare_state import ROWS_FILE as ROWS_FILE
+from anakin_mz.experiments.compare_state import read_rows as read_rows
 
 DEFAULT_AGENT = "ndmz"  # the only agent of a config without an `agent` key
 SPEC_FILE = "compare.json"
-ROWS_FILE = "compare.jsonl"
 RECORDS_FILE = "records.jsonl"
-TRAINED_FILE = "trained.json"  # a run's training seconds at its latest checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,57 +185,6 @@ def env_steps_per_update(config: config_lib.Config) -> float:
 # ------------------------------------------------------------------ rows ----
 
 
-def read_rows(run_dir: str) -> List[Dict[str, object]]:
-  """The scored points of one run, in order (an unfinished last line, from
-  a process killed while writing it, is dropped)."""
-  path = os.path.join(run_dir, ROWS_FILE)
-  if not os.path.exists(path):
-    return []
-  rows = []
-  with open(path, encoding="utf-8") as f:
-    for line in f:
-      try:
-        rows.append(json.loads(line))
-      except json.JSONDecodeError:
-        break
-  return rows
-
-
-def trained_seconds(
-  last: Optional[Mapping[str, object]], saved: Optional[Mapping[str, float]]
-) -> float:
-  """The training seconds a run has behind it when it resumes: its last
-  scored point's `train_s` (`last`, a row, or None), or the seconds saved
-  with a later checkpoint (`saved`, `TRAINED_FILE`'s {"update_step",
-  "train_s"}, or None), where a chunk trained past that point and its
-  scoring was cut or a signal stopped it: those seconds count."""
-  base = float(last["train_s"]) if last else 0.0
-  if saved is None or float(saved["update_step"]) <= (float(last["update_step"]) if last else -1.0):
-    return base
-  return max(base, float(saved["train_s"]))
-
-
-def _read_trained(run_dir: str) -> Optional[Dict[str, float]]:
-  try:
-    with open(os.path.join(run_dir, TRAINED_FILE), encoding="utf-8") as f:
-      return json.load(f)
-  except (FileNotFoundError, json.JSONDecodeError):  # none yet, or cut while writing
-    return None
-
-
-def _write_trained(run_dir: str, update_step: int, train_s: float) -> None:
-  records_lib.write_json(
-    os.path.join(run_dir, TRAINED_FILE), {"update_step": update_step, "train_s": train_s}
-  )
-
-
-def _append_row(run_dir: str, row: Dict[str, object]) -> None:
-  with open(os.path.join(run_dir, ROWS_FILE), "a", encoding="utf-8") as f:
-    f.write(json.dumps(row) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
-
-
 def _scalar(x) -> float:
   return float(np.ravel(np.asarray(jax.device_get(x)))[0])
 
@@ -303,27 +256,6 @@ def score_paper(
   return out
 
 
-def unscored_games(last: Optional[Mapping[str, object]], first_step: Mapping[str, float]) -> float:
-  """The self-play games a run played between its last scored point `last`
-  (a row, or None) and the checkpoint a chunk resumed from, given the
-  chunk's first step row: 0 unless a chunk trained on and its scoring was
-  cut (its checkpoint saved, no row). The run keeps no game count, so they
-  are estimated from the env steps in between at the games per env step of
-  `last` (or, from the start or the untrained point, of this step). With no
-  row yet (a first point past the start, `Budget.first`) the gap runs from
-  the start."""
-  last = last or {}
-  resumed_at = first_step["env_steps"] - first_step["transitions"]
-  gap = resumed_at - float(last.get("env_steps", 0.0))
-  if gap < 1.0:
-    return 0.0
-  if float(last.get("env_steps", 0.0)) > 0 and float(last.get("games", 0.0)) > 0:
-    rate = float(last["games"]) / float(last["env_steps"])
-  else:
-    rate = first_step["episodes"] / max(first_step["transitions"], 1.0)
-  return gap * rate
-
-
 class Interrupted(Exception):
   """A signal stopped a run's training chunk (its checkpoint is saved)."""
 
@@ -342,17 +274,22 @@ def compare(
   eval_games: int = 500,
   title: str = "",
   scoring: Optional[PaperScoring] = None,
+  score_now: bool = False,
   say=_say,
 ) -> Dict[str, List[Dict[str, object]]]:
   """Trains and scores every run to the budget (see the module doc);
   resumes what `out` already holds; rewrites the report (`write_report`)
   after each round of the schedule. Each point is scored by `run.evaluate`
   (the training loop's evaluation), or with `scoring` the NDMZ paper's way
-  (`score_paper`). Returns {label: rows}.
+  (`score_paper`). With `score_now` nothing trains: each run whose latest
+  checkpoint is past its last scored point (a run a signal or a deadline
+  stopped between points) is scored there, as it is, at the games saved
+  with it (`_score_as_is`). Returns {label: rows}.
 
   Raises:
-    ValueError: bad settings, or `out` holding a comparison with other
-      settings (the message names the differences).
+    ValueError: bad settings, `out` holding a comparison with other
+      settings (the message names the differences), or with `score_now` a
+      checkpoint saved without its game count.
   """
   from anakin_mz.runtime import run as run_lib
 
@@ -382,9 +319,33 @@ def compare(
   reference = references(next(iter(configs.values())))
   rows = {s.label: read_rows(os.path.join(out, s.label)) for s in runs}
   seconds = {
-    label: trained_seconds(r[-1] if r else None, _read_trained(os.path.join(out, label)))
+    label: state_lib.trained_seconds(
+      r[-1] if r else None, state_lib.read_trained(os.path.join(out, label))
+    )
     for label, r in rows.items()
   }
+
+  def games_at_resume(s: RunSpec, saved, first_row) -> float:
+    """The games a run had played at the checkpoint its chunk resumed
+    from (`first_row`: the chunk's first step): its last scored point's,
+    or, where it trained on past that point (a cut scoring, a signal), the
+    count saved with the checkpoint (or an estimate, for an older run)."""
+    last = rows[s.label][-1] if rows[s.label] else None
+    resumed_at = first_row["env_steps"] - first_row["transitions"]
+    past = resumed_at > (float(last["env_steps"]) if last else 0.0)
+    exact = state_lib.saved_games(saved, resumed_at)
+    played = float(last.get("games", 0.0)) if last else 0.0
+    if exact is not None:
+      if past:
+        say(f"[{s.label}] resumed past its last scored point: {exact:.0f} games played in all")
+      return exact
+    unscored = state_lib.unscored_games(last, first_row)
+    if unscored:
+      say(
+        f"[{s.label}] resumed past its last scored point (its scoring was cut): "
+        f"about {unscored:.0f} games played since, counted toward the next round"
+      )
+    return played + unscored
 
   def chunk(
     s: RunSpec, max_updates: int, max_minutes: Optional[float], games: Optional[float] = None
@@ -392,28 +353,21 @@ def compare(
     """Trains one chunk (to `games` self-play games where given), scores its
     checkpoint, appends the row."""
     label, run_dir = s.label, os.path.join(out, s.label)
-    config = configs[label]
     last = rows[label][-1] if rows[label] else None
-    played = last.get("games", 0.0) if last else 0.0
-    first_step = True
+    saved = state_lib.read_trained(run_dir)
+    at_resume: List[float] = []  # known at the chunk's first step
+    counted = 0.0
 
     def stop(step_row) -> bool:
-      nonlocal played, first_step
-      if first_step:
-        first_step = False
-        unscored = unscored_games(last, step_row)
-        if unscored:
-          say(
-            f"[{label}] resumed past its last scored point (its scoring was cut): "
-            f"about {unscored:.0f} games played since, counted toward the next round"
-          )
-        played += unscored
-      played += step_row["episodes"]
-      return games is not None and played >= games
+      nonlocal counted
+      if not at_resume:
+        at_resume.append(games_at_resume(s, saved, step_row))
+      counted += step_row["episodes"]
+      return games is not None and at_resume[0] + counted >= games
 
     t0 = time.perf_counter()
     result = run_lib.train(
-      config,
+      configs[label],
       logdir=run_dir,
       resume=True,
       max_updates=max_updates,
@@ -421,15 +375,26 @@ def compare(
       progress=False,
       stop=stop,
     )
+    played = float(last.get("games", 0.0)) if last else 0.0
     if result.history:
       seconds[label] += result.history[-1]["wall_s"]
+      if not at_resume:  # a minutes budget spent in the first step asks no `stop`
+        at_resume.append(games_at_resume(s, saved, result.history[0]))
+      # Counted from every step `train` made (a minutes budget ends before
+      # its last step's `stop`).
+      played = at_resume[0] + sum(float(h["episodes"]) for h in result.history)
     step = int(_scalar(result.state.update_step))
+    env_steps = float(jnp.sum(result.state.env_steps))
     # Saved beside the checkpoint before scoring: a resume after a cut
-    # scoring or a signal keeps this chunk's seconds (`trained_seconds`).
-    _write_trained(run_dir, step, seconds[label])
+    # scoring or a signal keeps this chunk's seconds and games.
+    state_lib.write_trained(run_dir, step, seconds[label], env_steps, played)
     if result.stopped_by in ("SIGINT", "SIGTERM"):
       raise Interrupted(f"{result.stopped_by} while training {label}")
-    env_steps = float(jnp.sum(result.state.env_steps))
+    score(s, step, env_steps, played, time.perf_counter() - t0)
+
+  def score(s: RunSpec, step: int, env_steps: float, played: float, chunk_s: float) -> None:
+    """Scores the run's latest checkpoint (at `step`), appends the row."""
+    label, run_dir, config = s.label, os.path.join(out, s.label), configs[s.label]
     t1 = time.perf_counter()
     key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 7919), step)
     if scoring is None:
@@ -445,10 +410,10 @@ def compare(
       "games": played,
       "train_s": seconds[label],
       "score_s": time.perf_counter() - t1,
-      "chunk_s": t1 - t0,
+      "chunk_s": chunk_s,
       **{k: float(v) for k, v in scores.items() if "/" in k},
     }
-    _append_row(run_dir, row)
+    state_lib.append_row(run_dir, row)
     point = _record(out, s, row, spec, config, commit=commit)
     records_lib.append(os.path.join(run_dir, RECORDS_FILE), point)
     rows[label].append(row)
@@ -469,6 +434,11 @@ def compare(
       + " ".join(f"{k}={v:.3f}" for k, v in row.items() if _is_headline(k))
     )
 
+  if score_now:
+    for s in runs:
+      _score_as_is(s, rows[s.label], os.path.join(out, s.label), score, say)
+    write_report(out, rows, budget, reference, title)
+    return rows
   # The untrained agents first, then round robin over the schedule: at any
   # time every run has about the same budget behind it.
   try:
@@ -476,6 +446,28 @@ def compare(
   except Interrupted as e:
     say(f"{e}: stopped; run the same command again to resume")
   return rows
+
+
+def _score_as_is(s: RunSpec, rows, run_dir: str, score, say) -> None:
+  """`compare(score_now=True)` for one run: scores its latest checkpoint
+  where it is past the run's last point (`rows`), with the update step,
+  env steps, seconds and games saved beside it (`compare_state`)."""
+  from anakin_mz.runtime import checkpoint as ckpt
+
+  steps = ckpt.steps(os.path.join(run_dir, "checkpoints"))
+  last_step = int(rows[-1]["update_step"]) if rows else -1
+  if not steps or steps[-1] <= last_step:
+    say(f"[{s.label}] nothing to score: no checkpoint past its last scored point")
+    return
+  saved = state_lib.read_trained(run_dir)
+  if saved is None or int(saved["update_step"]) != steps[-1] or "games" not in saved:
+    raise ValueError(
+      f"{run_dir}: its latest checkpoint (update {steps[-1]}) has no saved game count "
+      f"({state_lib.TRAINED_FILE} is missing, older or of another step), so it cannot be "
+      "scored as it is; run the command without --score-now to train to the next point"
+    )
+  say(f"[{s.label}] scoring its checkpoint at update {steps[-1]} ({saved['games']:.0f} games)")
+  score(s, steps[-1], float(saved["env_steps"]), float(saved["games"]), 0.0)
 
 
 def _budget_spec(budget: Budget) -> Dict[str, object]:
