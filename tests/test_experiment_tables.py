@@ -235,3 +235,48 @@ def test_strength_and_compare_write_records_that_read_back(tmp_path):
   records.append(path, r)
   records.append(path, c)
   assert records.read(path) == [r, c]
+
+
+def test_import_puts_run_records_under_a_table_once(tmp_path, capsys):
+  """`experiment import`: a run directory's records under the table's
+  experiment and variant, with the round of 300 games each reached; a
+  record already there is skipped; bad input is a clear error."""
+  run = records.new(
+    "p636_az_s0",
+    "alphazero_search.tree-ndmz",
+    0,
+    command="anakin-mz compare ...",
+    evaluation={"games": 1000, "games_played": 29_946.0},
+    figures={"match/search_vs_optimal": records.Figure(0.49, 0.46, 0.52)},
+    device="CPU",
+    commit="abc1234",
+    date="2026-11-28",
+  )
+  source, into = str(tmp_path / "run.jsonl"), str(tmp_path / "paper.jsonl")
+  records.append(source, run)
+  records.append(source, records.imported(run, "p636_az_s0", note="a later point"))
+  argv = ["import", source, "--into", into, "--experiment", "paper_636"]
+  argv += ["--variant", "alphazero", "--round-games", "300", "--device", "CPU: 1 core"]
+  assert cli.main(argv) == 0
+  assert "2 record(s) added, 0 already there" in capsys.readouterr().out
+  got = records.read(into)
+  assert [(r.experiment, r.variant, r.seed, r.device) for r in got] == [
+    ("paper_636", "alphazero", 0, "CPU: 1 core")
+  ] * 2
+  assert got[0].evaluation == {"games": 1000, "games_played": 29_946.0, "round": 100}
+  assert (got[0].figures, got[0].commit, got[0].note) == (run.figures, "abc1234", "")
+  assert cli.main(argv) == 0  # again: nothing new
+  assert "0 record(s) added, 2 already there" in capsys.readouterr().out
+  assert len(records.read(into)) == 2
+  # No games played, no round; a bad round; an unreadable source.
+  bare = str(tmp_path / "bare.jsonl")
+  records.append(bare, records.new("x", "v", 0, command=None))
+  for bad, message in (
+    ([bare, "--round-games", "300"], "has no games played, so no round"),
+    ([source, "--round-games", "0"], "the games of a round must be > 0"),
+    ([str(tmp_path / "none.jsonl")], "cannot read records file"),
+  ):
+    assert cli.main(["import", *bad, "--into", into, "--experiment", "e"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+  assert len(records.read(into)) == 2

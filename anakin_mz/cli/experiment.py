@@ -7,6 +7,9 @@
     anakin-mz experiment tables --check            # exit 1 where a table file differs
     anakin-mz experiment curve RUN --experiment minatar_10m --variant "Breakout MuZero" \
         --seed 0 --at 1e6 1e7 --records docs/results/records/minatar.jsonl --command "..."
+    anakin-mz experiment import runs/paper/p636_az_s0/*/records.jsonl \
+        --into docs/results/records/paper.jsonl --experiment paper_636 \
+        --variant alphazero --round-games 300
 
 `run` trains and evaluates each (variant, seed) of the spec into
 <runs>/<name>/<variant>_s<seed> and appends one run record per run to the
@@ -19,6 +22,10 @@ records in git into docs/results/tables/<name>.md (run it from the
 repository root). `curve` appends the record of one TensorBoard run's
 learning curve (the self-play return, or `--tag`) read at `--at` env steps
 (or minutes, `--axis wall`), for runs that are judged by that curve.
+`import` appends the records a tool wrote into its run directories (e.g.
+`compare`'s `<out>/<run>/records.jsonl`) to a project records file, under
+the table's experiment and variant; a record already there is skipped, so
+it can be run again.
 Libraries: `anakin_mz.experiments.spec`, `.records`,
 `.tables`, `.curves`; docs/experiments.md describes the pipeline.
 """
@@ -33,7 +40,7 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  sub = parser.add_subparsers(dest="command", metavar="{run,tables,curve}")
+  sub = parser.add_subparsers(dest="command", metavar="{run,tables,curve,import}")
   run_p = sub.add_parser("run", help="train and evaluate a spec's runs into records")
   run_p.add_argument("spec", help="the experiment spec (YAML)")
   run_p.add_argument("--runs", default="runs", help="run directories go under RUNS/<name>/")
@@ -69,14 +76,64 @@ def main(argv=None, prog=None) -> int:
   )
   cur_p.add_argument("--device", default=None, help="where it ran (default: this process's)")
   cur_p.add_argument("--records", required=True, help="records file to append to")
+  imp_p = sub.add_parser("import", help="append run directories' records to a records file")
+  imp_p.add_argument("sources", nargs="+", help="records files written by a run (records.jsonl)")
+  imp_p.add_argument("--into", required=True, help="the project records file to append to")
+  imp_p.add_argument("--experiment", required=True, help="the experiment they are recorded under")
+  imp_p.add_argument("--variant", default=None, help="their variant (default: as written)")
+  imp_p.add_argument("--device", default=None, help="where they ran (default: as written)")
+  imp_p.add_argument("--note", default=None, help="how they ran (default: as written)")
+  imp_p.add_argument(
+    "--round-games",
+    type=options.real,
+    default=None,
+    help="record the round each reached: its games played over this, to the nearest",
+  )
   args = parser.parse_args(argv)
   if args.command is None:
-    parser.error("give a command: run SPEC, tables, or curve RUN")
+    parser.error("give a command: run SPEC, tables, curve RUN, or import RECORDS")
   if args.command == "tables":
     return _tables(args)
   if args.command == "curve":
     return _curve(args)
+  if args.command == "import":
+    return _import(args)
   return _run(parser, args)
+
+
+def _import(args) -> int:
+  from anakin_mz.experiments import records as records_lib
+
+  try:
+    there = (
+      {records_lib.to_line(r) for r in records_lib.read(args.into)}
+      if os.path.exists(args.into)
+      else set()
+    )
+    new = [
+      records_lib.imported(
+        r,
+        args.experiment,
+        variant=args.variant,
+        device=args.device,
+        note=args.note,
+        round_games=args.round_games,
+      )
+      for path in args.sources
+      for r in records_lib.read(path)
+    ]
+  except ValueError as e:  # RecordError too
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  added = 0
+  for r in new:
+    line = records_lib.to_line(r)
+    if line not in there:
+      records_lib.append(args.into, r)
+      there.add(line)
+      added += 1
+  print(f"{args.into}: {added} record(s) added, {len(new) - added} already there")
+  return 0
 
 
 def _tables(args) -> int:

@@ -368,3 +368,42 @@ def new(
     note=note,
     cells=None,
   )
+
+
+def imported(
+  record: RunRecord,
+  experiment: str,
+  *,
+  variant: Optional[str] = None,
+  device: Optional[str] = None,
+  note: Optional[str] = None,
+  round_games: Optional[float] = None,
+) -> RunRecord:
+  """A run directory's record as a project records file holds it: under
+  `experiment` (a table's), with `variant`, `device` and `note` replaced
+  where given (the name a table shows, where it ran when the process could
+  not tell, how it was trained and scored), and with `round_games` the
+  round it reached, `evaluation["round"]`: its games played over the games
+  of a round, to the nearest (the NDMZ paper's round is 300 games).
+
+  Raises:
+    ValueError: `round_games` not > 0, or a record without its games played.
+  """
+  evaluation = dict(record.evaluation)
+  if round_games is not None:
+    if not round_games > 0:
+      raise ValueError(f"the games of a round must be > 0, got {round_games}")
+    games = evaluation.get("games_played")
+    if games is None:
+      raise ValueError(
+        f"a record of {record.experiment}/{record.variant} has no games played, so no round"
+      )
+    evaluation["round"] = int(round(float(games) / round_games))
+  return dataclasses.replace(
+    record,
+    experiment=experiment,
+    variant=record.variant if variant is None else variant,
+    device=record.device if device is None else device,
+    note=record.note if note is None else note,
+    evaluation=evaluation,
+  )
