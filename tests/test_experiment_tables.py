@@ -280,3 +280,14 @@ def test_import_puts_run_records_under_a_table_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
   assert len(records.read(into)) == 2
+
+
+def test_a_record_names_the_commit_of_the_code_that_ran_not_of_the_cwd(tmp_path, monkeypatch):
+  """The strength, experiment and compare tools record the commit of the
+  checkout the package runs from, wherever the command is started."""
+  here = records.git_commit(tiny.ROOT)
+  if here is None:
+    pytest.skip("the tests do not run from a git checkout")
+  monkeypatch.chdir(tmp_path)  # not a checkout
+  assert records.git_commit(str(tmp_path)) is None
+  assert records.git_commit() == here

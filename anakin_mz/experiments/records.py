@@ -312,9 +312,11 @@ def device_note() -> str:
 
 
 def git_commit(where: Optional[str] = None) -> Optional[str]:
-  """The checkout's commit (short), `-dirty` where tracked files differ
-  from it; None outside a git checkout."""
-  where = where or os.getcwd()
+  """The commit (short) of the checkout at `where`, by default the one this
+  package was imported from (the code that runs, whatever the working
+  directory), `-dirty` where tracked files differ from it; None outside a
+  git checkout (an installed wheel)."""
+  where = where or os.path.dirname(os.path.abspath(__file__))
   try:
     head = subprocess.run(
       ["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True
