@@ -375,7 +375,11 @@ def compare(
       progress=False,
       stop=stop,
     )
-    played = float(last.get("games", 0.0)) if last else 0.0
+    step = int(_scalar(result.state.update_step))
+    env_steps = float(jnp.sum(result.state.env_steps))
+    played = state_lib.saved_games(saved, env_steps)  # no step made: as saved, if it was
+    if played is None:
+      played = float(last.get("games", 0.0)) if last else 0.0
     if result.history:
       seconds[label] += result.history[-1]["wall_s"]
       if not at_resume:  # a minutes budget spent in the first step asks no `stop`
@@ -383,8 +387,6 @@ def compare(
       # Counted from every step `train` made (a minutes budget ends before
       # its last step's `stop`).
       played = at_resume[0] + sum(float(h["episodes"]) for h in result.history)
-    step = int(_scalar(result.state.update_step))
-    env_steps = float(jnp.sum(result.state.env_steps))
     # Saved beside the checkpoint before scoring: a resume after a cut
     # scoring or a signal keeps this chunk's seconds and games.
     state_lib.write_trained(run_dir, step, seconds[label], env_steps, played)
