@@ -9,6 +9,11 @@
 #     stopped, training nothing (1,000 games against optimal and random, the
 #     exact greedy and value scores), for at most SCORE_FOR seconds.
 #
+# A SIGTERM before a run's first step (while it solves 12-5-6 for its reference
+# scores, 2-5 CPU minutes, or compiles) stops it with nothing saved: STOP_AT is
+# the whole budget, start-up included. Tried on a CPU (tiny networks, two runs on
+# one core, STOP_AT=200, then MODE=score) on 2026-11-28.
+#
 # Each mode ends by packing every run directory (its latest checkpoint only) into
 # $OUT/<run>.tgz; a point that the score mode did not finish is scored on a CPU
 # by the same command with --score-now after unpacking. Run it from the
