@@ -664,6 +664,46 @@ def test_the_cli_draws_a_report_from_records_and_refuses_bad_input(tmp_path, mon
   assert e.value.code == 2 and "--from-records needs --env" in capsys.readouterr().err
 
 
+_FROM = ["--from-records", "r.jsonl", "p636", "--env", "nannon"]
+
+
+@pytest.mark.parametrize(
+  "argv, says",
+  [
+    (
+      ["--report-only", "--score-now"],
+      "--report-only only draws the report (it reads the settings saved in --out); "
+      "it does not use --score-now",
+    ),
+    (["--merge", "a", "b", "--games", "600", "--every", "300"], "does not use --games, --every"),
+    (
+      ["--report-only", "--env", "nannon", "search.num_simulations=8"],
+      "--env, the overrides search.num_simulations=8",
+    ),
+    (
+      _FROM + ["--score-now"],
+      "(it reads --env, --config and overrides); it does not use --score-now",
+    ),
+    (_FROM + ["--agents", "alphazero"], "does not use --agents"),
+    (
+      ["--report-only", "--merge", "a", "b"],
+      "give one of --report-only, --merge, --from-records, got --report-only and --merge",
+    ),
+  ],
+)
+def test_the_cli_refuses_a_report_mode_with_an_option_it_would_ignore(argv, says, tmp_path, capsys):
+  """`--score-now` (or a budget, an agent, an override) beside a mode that
+  only draws the report was silently ignored: now it exits 2, naming it,
+  before JAX starts or anything is read."""
+  from anakin_mz.cli import compare as compare_cli
+
+  with pytest.raises(SystemExit) as e:
+    compare_cli.main(argv + ["--out", str(tmp_path / "none")])
+  err = capsys.readouterr().err
+  assert e.value.code == 2 and says in err and "Traceback" not in err
+  assert not (tmp_path / "none").exists()
+
+
 def test_the_cli_exits_cleanly_when_a_signal_stops_the_first_point(tmp_path, monkeypatch):
   """A signal during the first point's training (`--score-from`) leaves a
   checkpoint and no report yet: the CLI returns 0 without a traceback."""

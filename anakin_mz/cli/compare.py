@@ -53,6 +53,51 @@ from anakin_mz.runtime import host, registry
 from anakin_mz.cli import options
 
 
+# The report-only modes, and the options only a training or scoring run reads:
+# one given beside a report mode would be silently ignored, so it is refused.
+_REPORT_MODES = (
+  ("report_only", "--report-only"),
+  ("merge", "--merge"),
+  ("from_records", "--from-records"),
+)
+_RUN_OPTIONS = (
+  "agents",
+  "seeds",
+  "env_steps",
+  "minutes",
+  "games",
+  "every",
+  "score_from",
+  "score",
+  "score_opponents",
+  "exact",
+  "score_now",
+  "eval_games",
+)
+
+
+def _refuse_unused(parser, args) -> None:
+  """Exits 2 (`parser.error`) when two report modes are given, or a report mode
+  with an option it does not read: `--from-records` reads --env, --config and
+  the overrides (the game's reference scores), `--report-only` and `--merge`
+  the settings saved in --out."""
+  modes = [flag for dest, flag in _REPORT_MODES if getattr(args, dest)]
+  if not modes:
+    return
+  if len(modes) > 1:
+    parser.error(f"give one of {', '.join(f for _, f in _REPORT_MODES)}, got {' and '.join(modes)}")
+  unused = list(_RUN_OPTIONS) if args.from_records else [*_RUN_OPTIONS, "env", "config"]
+  given = ["--" + d.replace("_", "-") for d in unused if getattr(args, d) != parser.get_default(d)]
+  if args.overrides and not args.from_records:
+    given.append(f"the overrides {' '.join(args.overrides)}")
+  if given:
+    reads = "--env, --config and overrides" if args.from_records else "the settings saved in --out"
+    parser.error(
+      f"{modes[0]} only draws the report (it reads {reads}); it does not use "
+      f"{', '.join(given)}, which train or score runs: drop them, or run without {modes[0]}"
+    )
+
+
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
   parser.add_argument("--env", help=f"one of {', '.join(envs.registered())}")
@@ -122,6 +167,7 @@ def main(argv=None, prog=None) -> int:
   )
   parser.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train.py)")
   args = parser.parse_intermixed_args(argv)
+  _refuse_unused(parser, args)
   try:  # before anything starts JAX
     devices = host.configure(args.devices)
   except ValueError as e:
