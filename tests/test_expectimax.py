@@ -93,6 +93,14 @@ def test_depth_two_is_the_einstein_bots_expectiminimax_with_the_same_leaves():
     # Illegal actions read 0 (defined, never played).
     legal = np.asarray(states.legal_action_mask[b])
     assert np.all(ours[b][~legal] == 0.0)
+  # The second ply matters: on these random positions it changes the move
+  # the 1-ply player would make somewhere (a depth setting that were ignored
+  # would not).
+  one_ply = lookahead.expectimax_policy(env, value_fn, discount=1.0, depth=1)
+  shallow = np.asarray(jax.jit(one_ply.action_values)(states))
+  legal = np.asarray(states.legal_action_mask)
+  best, best_shallow = (np.where(legal, q, -np.inf).argmax(-1) for q in (ours, shallow))
+  assert 0 < np.sum(best != best_shallow) < _N
 
 
 def _reference(env, value_fn, state, root, moves, discount, step):
