@@ -1,7 +1,18 @@
 """The one match loop: policies (`envs.Policy`) against each other, all
-games on device in one jitted `while_loop`, chance drawn with
-`envs.chance_outcome`. In two-player zero-sum games the agent takes each
-seat in half of the games; otherwise the agent plays every seat.
+games on device in one jitted `while_loop`. In two-player zero-sum games the
+agent takes each seat in half of the games; otherwise the agent plays every
+seat.
+
+The policies are called only where a move is made. A policy on G lanes (a
+search above all) costs the same whether or not a lane's result is used, so
+the loop never stops at a chance node: the games start with `Env.reset` and
+each move is applied by `Env.step` with a key, both sampling the chance
+nodes that follow until a decision or terminal node (each lane from its own
+key). Each iteration is then one move in every unfinished game, not one
+transition: on Nannon, whose every move is followed by a roll, half the
+iterations (and policy calls) of a loop that stepped chance nodes one at a
+time. A lane that a game's rules leave at a chance node all the same has its
+outcome drawn with `envs.chance_outcome`, as self-play does.
 """
 
 from __future__ import annotations
@@ -52,16 +63,19 @@ def play_match(
     a_opp = opponent(state, ko)
     agent_moves = (state.current_player == seats) if zero_sum else jnp.bool_(True)
     action = jnp.where(agent_moves, a_agent, a_opp)
-    action = jnp.where(state.current_player == envs.CHANCE, envs.chance_outcome(state, kc), action)
-    nxt = jax.vmap(env.step)(state, action.astype(jnp.int32))
+    k_left, k_after = jax.random.split(kc)
+    action = jnp.where(
+      state.current_player == envs.CHANCE, envs.chance_outcome(state, k_left), action
+    )
+    # `rewards` sums over the move and the chance nodes sampled after it.
+    nxt = jax.vmap(env.step)(state, action.astype(jnp.int32), jax.random.split(k_after, num_games))
     mine = jnp.take_along_axis(nxt.rewards, seats[:, None], axis=1)[:, 0]
     return nxt, key, score + mine
 
   k0, k1 = jax.random.split(key)
-  state = jax.vmap(env.init)(jax.random.split(k0, num_games))
-  state, _, score = jax.lax.while_loop(
-    cond, body, (state, k1, jnp.zeros((num_games,), jnp.float32))
-  )
+  state = jax.vmap(env.reset)(jax.random.split(k0, num_games))
+  first = jnp.take_along_axis(state.rewards, seats[:, None], axis=1)[:, 0]
+  state, _, score = jax.lax.while_loop(cond, body, (state, k1, first))
   return MatchResult(
     score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
   )
