@@ -11,8 +11,7 @@ nodes that follow until a decision or terminal node (each lane from its own
 key). Each iteration is then one move in every unfinished game, not one
 transition: on Nannon, whose every move is followed by a roll, half the
 iterations (and policy calls) of a loop that stepped chance nodes one at a
-time. A lane that a game's rules leave at a chance node all the same has its
-outcome drawn with `envs.chance_outcome`, as self-play does.
+time.
 """
 
 from __future__ import annotations
@@ -52,6 +51,10 @@ def play_match(
   zero_sum = env.payoff == "zero_sum"
   seats = jnp.arange(num_games) % env.num_players
 
+  def mine(state):
+    """The agent's rewards `[G]` of the transitions that made `state`."""
+    return jnp.take_along_axis(state.rewards, seats[:, None], axis=1)[:, 0]
+
   def cond(carry):
     state, _, _ = carry
     return ~jnp.all(state.done)
@@ -63,19 +66,18 @@ def play_match(
     a_opp = opponent(state, ko)
     agent_moves = (state.current_player == seats) if zero_sum else jnp.bool_(True)
     action = jnp.where(agent_moves, a_agent, a_opp)
-    k_left, k_after = jax.random.split(kc)
-    action = jnp.where(
-      state.current_player == envs.CHANCE, envs.chance_outcome(state, k_left), action
-    )
+    # No unfinished game is at a chance node here: `reset` and the keyed
+    # `step` sample chance until a decision or terminal node. Each game's
+    # step key comes from the second half of `kc`, the stream the loop has
+    # drawn since 3aeca37.
+    step_keys = jax.random.split(jax.random.split(kc)[1], num_games)
     # `rewards` sums over the move and the chance nodes sampled after it.
-    nxt = jax.vmap(env.step)(state, action.astype(jnp.int32), jax.random.split(k_after, num_games))
-    mine = jnp.take_along_axis(nxt.rewards, seats[:, None], axis=1)[:, 0]
-    return nxt, key, score + mine
+    nxt = jax.vmap(env.step)(state, action.astype(jnp.int32), step_keys)
+    return nxt, key, score + mine(nxt)
 
   k0, k1 = jax.random.split(key)
   state = jax.vmap(env.reset)(jax.random.split(k0, num_games))
-  first = jnp.take_along_axis(state.rewards, seats[:, None], axis=1)[:, 0]
-  state, _, score = jax.lax.while_loop(cond, body, (state, k1, first))
+  state, _, score = jax.lax.while_loop(cond, body, (state, k1, mine(state)))
   return MatchResult(
     score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
   )
