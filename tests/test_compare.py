@@ -687,7 +687,7 @@ _FROM = ["--from-records", "r.jsonl", "p636", "--env", "nannon"]
     (_FROM + ["--agents", "alphazero"], "does not use --agents"),
     (
       ["--report-only", "--merge", "a", "b"],
-      "give one of --report-only, --merge, --from-records, got --report-only and --merge",
+      "argument --merge: not allowed with argument --report-only",
     ),
   ],
 )

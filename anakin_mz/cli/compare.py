@@ -77,15 +77,14 @@ _RUN_OPTIONS = (
 
 
 def _refuse_unused(parser, args) -> None:
-  """Exits 2 (`parser.error`) when two report modes are given, or a report mode
-  with an option it does not read: `--from-records` reads --env, --config and
-  the overrides (the game's reference scores), `--report-only` and `--merge`
-  the settings saved in --out."""
+  """Exits 2 (`parser.error`) when a report mode (one at most: they are a
+  mutually exclusive group) comes with an option it does not read:
+  `--from-records` reads --env, --config and the overrides (the game's
+  reference scores), `--report-only` and `--merge` the settings saved in
+  --out."""
   modes = [flag for dest, flag in _REPORT_MODES if getattr(args, dest)]
   if not modes:
     return
-  if len(modes) > 1:
-    parser.error(f"give one of {', '.join(f for _, f in _REPORT_MODES)}, got {' and '.join(modes)}")
   unused = list(_RUN_OPTIONS) if args.from_records else [*_RUN_OPTIONS, "env", "config"]
   given = ["--" + d.replace("_", "-") for d in unused if getattr(args, d) != parser.get_default(d)]
   if args.overrides and not args.from_records:
@@ -148,17 +147,18 @@ def main(argv=None, prog=None) -> int:
   )
   parser.add_argument("--eval-games", type=int, default=500, help="match games per score (even)")
   parser.add_argument("--out", required=True, help="the comparison's directory")
-  parser.add_argument(
+  report = parser.add_mutually_exclusive_group()
+  report.add_argument(
     "--report-only", action="store_true", help="only redraw the table and figures from --out"
   )
-  parser.add_argument(
+  report.add_argument(
     "--merge",
     nargs="+",
     metavar="DIR",
     help="report over the runs of these comparisons in --out (same settings; a "
     "TD(lambda)-only one: the same game)",
   )
-  parser.add_argument(
+  report.add_argument(
     "--from-records",
     nargs=2,
     metavar=("FILE", "EXPERIMENT"),
