@@ -87,6 +87,33 @@ def test_a_first_point_past_the_start_trains_to_it_unscored(monkeypatch):
     assert all(c[1] > 0 for c in calls)  # no untrained (0-update) chunk
 
 
+def test_a_run_scored_short_of_the_first_point_trains_on_to_it(monkeypatch):
+  """A run a signal stopped before the first point and `score_now` scored
+  where it stopped (2,984 of 12,000 games): the same command trains it on to
+  the first point and scores it there (it used to report and stop, since
+  the run had a row and the schedule had no point after the first)."""
+  monkeypatch.setattr(compare, "write_report", lambda *a, **k: [])
+  s = compare.RunSpec("alphazero", 1)
+  configs = {s.label: types.SimpleNamespace(train=types.SimpleNamespace(total_updates=10**6))}
+  rows = {s.label: [{"update_step": 11520, "games": 2984.0, "env_steps": 3e5, "train_s": 2232.0}]}
+  calls = []
+
+  def chunk(spec, max_updates, max_minutes, games=None):
+    calls.append(games)
+    rows[spec.label].append({"update_step": 46000, "games": games, "env_steps": 1.2e6})
+
+  for total in (12000, 24000):  # the first point is the last, or not
+    del rows[s.label][1:], calls[:]
+    compare._schedule([s], rows, compare.Budget("games", total, 12000, first=12000), configs,
+                      chunk, "out", None, "")  # fmt: skip
+    assert calls == [12000, 24000][: total // 12000]
+  # Past the first point already: nothing more to train for it.
+  del calls[:]
+  compare._schedule([s], rows, compare.Budget("games", 12000, 12000, first=12000), configs,
+                    chunk, "out", None, "")  # fmt: skip
+  assert calls == []
+
+
 def test_run_config_sets_seed_schedule_and_agent(monkeypatch):
   spec = compare.RunSpec("ndmz", 3, ("search.num_simulations=5",))
   budget = compare.Budget("env_steps", 100_000, 10_000)

@@ -506,11 +506,10 @@ def _schedule(runs, rows, budget, configs, chunk, out, reference, title) -> None
       chunk(s, total_of(s), point - trained / 60)
 
   for s in runs:
-    if not rows[s.label]:
-      if budget.first > 0:
-        advance(s, budget.first)
-      else:
-        chunk(s, 0, None)
+    if budget.first > 0:  # also a run scored short of it (`score_now` after a signal)
+      advance(s, budget.first)
+    elif not rows[s.label]:
+      chunk(s, 0, None)
   write_report(out, rows, budget, reference, title)
   for point in budget.points():
     for s in runs:
