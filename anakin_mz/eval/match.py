@@ -8,15 +8,27 @@ search above all) costs the same whether or not a lane's result is used, so
 the loop never stops at a chance node: the games start with `Env.reset` and
 each move is applied by `Env.step` with a key, both sampling the chance
 nodes that follow until a decision or terminal node (each lane from its own
-key). Each iteration is then one move in every unfinished game, not one
-transition: on Nannon, whose every move is followed by a roll, half the
-iterations (and policy calls) of a loop that stepped chance nodes one at a
-time.
+key). Each iteration is then one move in every unfinished game (but those
+waiting, below), not one transition: on Nannon, whose every move is
+followed by a roll, half the iterations (and policy calls) of a loop that
+stepped chance nodes one at a time.
+
+In zero-sum games the agent is called on `ceil(G / num_players)` lanes
+and the opponent (every other seat) on the rest, not each on all G: the
+games where it is to move, the lowest-numbered first (`take_lanes`), so a
+search costs half as much in a two-player match. Players alternate, so
+after the first move about half the unfinished games wait on each player; a
+game that finds its player's lanes full (only where more than half the
+games start with one player) waits one iteration, and in a two-player game
+no game waits twice (see `take_lanes`). Waiting changes no game's
+distribution: a policy sees only the state and a fresh key. Where the agent
+plays every seat (one player, or a collaborative game) it gets all G lanes
+and the opponent is not called.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 import chex
 import jax
@@ -44,16 +56,45 @@ class MatchResult:
   truncated: chex.Array
 
 
+def take_lanes(want: chex.Array, size: int) -> Tuple[chex.Array, chex.Array]:
+  """The `size` lanes a policy is called on: the lanes that `want` it (`[G]`
+  bool), the lowest-numbered first, then others to fill. Returns `(lanes
+  [size] int32, served [G] bool)`: `served` marks the wanting lanes that got
+  a place (the others wait an iteration).
+
+  Why no game of an alternating two-player game waits twice (`size = G/2`):
+  if more than `size` games want one player at an iteration, the other
+  player's lanes are not full, so at the next iteration the games wanting
+  the first are the other's served games plus the waiting ones, at most
+  `G - size = size`; and once neither is full, the games that want a player
+  are among those the other just served, at most `size`."""
+  lanes = jnp.argsort(~want, stable=True)[:size].astype(jnp.int32)
+  served = jnp.zeros_like(want).at[lanes].set(want[lanes])
+  return lanes, served
+
+
 def play_match(
   env: envs.Env, agent: envs.Policy, opponent: envs.Policy, key: chex.PRNGKey, num_games: int
 ) -> MatchResult:
   """Plays `num_games` games of `agent` against `opponent` (jittable)."""
   zero_sum = env.payoff == "zero_sum"
   seats = jnp.arange(num_games) % env.num_players
+  # The lanes of each policy (zero-sum games): the agent moves in about one
+  # game in `num_players` at a time, the opponent (every other seat) in the
+  # rest; with odd G, a two-player game's two policies get G // 2 + 1 each.
+  agent_size = -(-num_games // env.num_players)
+  opponent_size = num_games - num_games // env.num_players
 
   def mine(state):
     """The agent's rewards `[G]` of the transitions that made `state`."""
     return jnp.take_along_axis(state.rewards, seats[:, None], axis=1)[:, 0]
+
+  def call(policy, state, want, size, key):
+    """`policy` on `size` lanes (`take_lanes`): `[G]` actions (0 where not
+    served) and the lanes served."""
+    lanes, served = take_lanes(want, size)
+    taken = policy(jax.tree.map(lambda x: x[lanes], state), key).astype(jnp.int32)
+    return jnp.zeros(num_games, jnp.int32).at[lanes].set(taken), served
 
   def cond(carry):
     state, _, _ = carry
@@ -62,18 +103,25 @@ def play_match(
   def body(carry):
     state, key, score = carry
     key, ka, ko, kc = jax.random.split(key, 4)
-    a_agent = agent(state, ka)
-    a_opp = opponent(state, ko)
-    agent_moves = (state.current_player == seats) if zero_sum else jnp.bool_(True)
-    action = jnp.where(agent_moves, a_agent, a_opp)
+    live = ~state.done
+    if zero_sum:
+      agent_moves = state.current_player == seats
+      a_agent, agent_served = call(agent, state, live & agent_moves, agent_size, ka)
+      a_opp, opp_served = call(opponent, state, live & ~agent_moves, opponent_size, ko)
+      action = jnp.where(agent_moves, a_agent, a_opp)
+      moved = agent_served | opp_served
+    else:
+      action, moved = agent(state, ka).astype(jnp.int32), live
     # No unfinished game is at a chance node here: `reset` and the keyed
     # `step` sample chance until a decision or terminal node. Each game's
     # step key comes from the second half of `kc`, the stream the loop has
     # drawn since 3aeca37.
     step_keys = jax.random.split(jax.random.split(kc)[1], num_games)
     # `rewards` sums over the move and the chance nodes sampled after it.
-    nxt = jax.vmap(env.step)(state, action.astype(jnp.int32), step_keys)
-    return nxt, key, score + mine(nxt)
+    nxt = jax.vmap(env.step)(state, action, step_keys)
+    # A waiting game keeps its state and scores nothing (as a finished one).
+    nxt = jax.tree.map(lambda n, o: jnp.where(_lanes(moved, n), n, o), nxt, state)
+    return nxt, key, score + jnp.where(moved, mine(nxt), 0.0)
 
   k0, k1 = jax.random.split(key)
   state = jax.vmap(env.reset)(jax.random.split(k0, num_games))
@@ -81,6 +129,11 @@ def play_match(
   return MatchResult(
     score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
   )
+
+
+def _lanes(mask: chex.Array, x: chex.Array) -> chex.Array:
+  """`mask` `[G]` shaped to broadcast against `x` `[G, ...]`."""
+  return mask.reshape(mask.shape + (1,) * (x.ndim - 1))
 
 
 def summarize(result: MatchResult) -> Dict[str, float]:
