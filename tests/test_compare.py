@@ -655,10 +655,16 @@ def test_a_report_is_drawn_again_from_the_records_of_its_points(tmp_path):
   recs.append(compare._record("/runs/other", s, row(80, 0.5), spec, config))
   again = {**spec, "budget": {**spec["budget"], "first": 300.0}}  # the run repeated
   recs.append(compare._record("/runs/p636", s, row(40, 0.42), again, config))
+  # The first run extended to a larger budget, its --out spelled otherwise:
+  # the same run (`_run_of`), not a third.
+  longer = {**spec, "budget": {**spec["budget"], "total": 1200.0}}
+  recs.append(compare._record("/work/runs/p636/", s, row(120, 0.45), longer, config))
+  assert "--games=1200" in recs[-1].command and "--out=/work/runs/p636/" in recs[-1].command
   rows = compare.rows_from_records(recs, "p636")
   assert list(rows) == ["ndmz_s0", "ndmz_s0_run2"]
   want = [dict(row(0, 0.3), label="ndmz_s0", agent="ndmz", seed=0)]
   want.append(dict(row(40, 0.41), label="ndmz_s0", agent="ndmz", seed=0))
+  want.append(dict(row(120, 0.45), label="ndmz_s0", agent="ndmz", seed=0))
   assert rows["ndmz_s0"] == want
   assert rows["ndmz_s0_run2"] == [dict(row(40, 0.42), label="ndmz_s0_run2", agent="ndmz", seed=0)]
   with pytest.raises(ValueError, match="no records of experiment 'p1256'; there: other, p636"):

@@ -63,7 +63,8 @@ def rows_from_records(
   one command form one line (a run resumed elsewhere included), and a point's
   updates appear once (the later record wins); a second command of the same
   variant and seed (the run repeated, e.g. with another schedule) is a line
-  of its own, `<variant>_s<seed>_run2`.
+  of its own, `<variant>_s<seed>_run2`. A command that differs only in its
+  budget total or in how its `--out` is spelled is the same run (`_run_of`).
 
   Raises:
     ValueError: no record of `experiment` (the message lists those there).
@@ -76,9 +77,10 @@ def rows_from_records(
   runs: Dict[Tuple[str, Optional[int]], List[Optional[str]]] = {}
   for r in mine:
     commands = runs.setdefault((r.variant, r.seed), [])
-    if r.command not in commands:
-      commands.append(r.command)
-    n = commands.index(r.command)
+    run = _run_of(r.command)
+    if run not in commands:
+      commands.append(run)
+    n = commands.index(run)
     label = f"{r.variant}_s{r.seed}" + (f"_run{n + 1}" if n else "")
     row: Dict[str, object] = {
       "label": label,
@@ -95,3 +97,24 @@ def rows_from_records(
         row[k + "_low"], row[k + "_high"] = f.low, f.high
     by.setdefault(label, {})[row["update_step"]] = row
   return {label: [pts[u] for u in sorted(pts)] for label, pts in by.items()}
+
+
+_TOTALS = ("--games=", "--env-steps=", "--minutes=")
+
+
+def _run_of(command: Optional[str]) -> Optional[str]:
+  """The run a point's command trained: the command without its budget total,
+  with `--out` reduced to its last name. One `--out` holds one comparison
+  (`compare` refuses other settings there), and a larger total only extends
+  it; so a run resumed to a larger budget, or from another directory
+  (`runs/x` and `/work/runs/x`), is one run."""
+  if command is None:
+    return None
+  words = []
+  for w in command.split():
+    if w.startswith(_TOTALS):
+      continue
+    if w.startswith("--out="):
+      w = "--out=" + os.path.basename(os.path.normpath(w[len("--out=") :]))
+    words.append(w)
+  return " ".join(words)
