@@ -53,7 +53,7 @@ from envs.core import raw_key
 from anakin_mz.act import SearchFn, model_search
 from anakin_mz.replay import Transition
 from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import Model, Params
+from anakin_mz.types import Model, Params, where_lanes
 
 
 @chex.dataclass(frozen=True)
@@ -100,11 +100,6 @@ def init_actors(env: envs.Env, key: chex.PRNGKey, num_envs: int) -> ActorState:
     key=jax.random.split(k_lanes, num_envs),
     surplus=jnp.zeros((num_envs,), jnp.int32),
   )
-
-
-def _where(mask: chex.Array, x, y):
-  """Per-lane select between two batched pytrees (`mask` `[B]`)."""
-  return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)
 
 
 def _play(
@@ -171,7 +166,7 @@ def _play(
     transitions=jnp.sum(counted).astype(jnp.int32),
   )
   fresh = jax.vmap(env.init)(k_reset)
-  env_state = _where(done, fresh, _where(act, nxt, s))
+  env_state = where_lanes(done, fresh, where_lanes(act, nxt, s))
   played = ActorState(
     env_state=env_state,
     episode_return=jnp.where(
@@ -181,7 +176,7 @@ def _play(
     key=jnp.where(act[:, None], lane_key, actor.key),
     surplus=actor.surplus,
   )
-  return _where(live, played, actor), record, stats
+  return where_lanes(live, played, actor), record, stats
 
 
 def lane_search(

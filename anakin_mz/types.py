@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import chex
 import jax
+import jax.numpy as jnp
 
 Params = chex.ArrayTree
 Embedding = chex.ArrayTree
@@ -98,3 +99,9 @@ def relative_identity(player: jax.Array, root_player: jax.Array, num_players: in
   return jnp.where(
     player >= 0, rel, jnp.where(player == CHANCE, num_players, num_players + 1)
   ).astype(jnp.int32)
+
+
+def where_lanes(mask: chex.Array, x: chex.ArrayTree, y: chex.ArrayTree) -> chex.ArrayTree:
+  """Per-lane select between two batched pytrees: lane `i` of `x` where
+  `mask[i]`, else of `y` (`mask` `[B]`, every leaf `[B, ...]`)."""
+  return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)

@@ -59,6 +59,7 @@ from anakin_mz.runtime import metrics as metrics_lib
 from anakin_mz.runtime import registry, run, summary
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
+from anakin_mz.types import where_lanes
 
 ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh}
 
@@ -399,9 +400,7 @@ class PPO:
       done = nxt.done
       ret, length = ret + reward, length + 1
       fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n))
-      restarted = jax.tree.map(
-        lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b), fresh, nxt
-      )
+      restarted = where_lanes(done, fresh, nxt)
       out = Rollout(
         observation=obs.astype(jnp.float32),
         legal=legal,

@@ -61,7 +61,7 @@ from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.metrics import StepMetrics
 from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import Params
+from anakin_mz.types import Params, where_lanes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,10 +313,6 @@ class TDTrainState:
   env_steps: chex.Array
 
 
-def _where(mask, x, y):
-  return jax.tree.map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), x, y)
-
-
 class TDLambdaLearner(BaseLearner):
   """TD(lambda) self-play (module docstring), a `BaseLearner`."""
 
@@ -362,7 +358,7 @@ class TDLambdaLearner(BaseLearner):
     nxt = jax.vmap(self.env.step)(actor.env_state, action)
     rewards = jnp.where(moved[:, None], nxt.rewards, 0.0)
     actor = actor.replace(
-      env_state=_where(moved, nxt, actor.env_state),
+      env_state=where_lanes(moved, nxt, actor.env_state),
       episode_return=actor.episode_return + rewards,
       episode_length=actor.episode_length + moved.astype(jnp.int32),
       td=td_transition(actor.td, moved, rewards[:, 0], self.config.discount),
@@ -401,7 +397,7 @@ class TDLambdaLearner(BaseLearner):
       length_sum=jnp.sum(jnp.where(ended, actor.episode_length, 0)).astype(jnp.int32),
     )
     actor = actor.replace(
-      env_state=_where(ended, fresh, s),
+      env_state=where_lanes(ended, fresh, s),
       episode_return=jnp.where(ended[:, None], 0.0, actor.episode_return),
       episode_length=jnp.where(ended, 0, actor.episode_length),
       td=td_end(actor.td, ended),

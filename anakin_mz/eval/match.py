@@ -37,6 +37,7 @@ import numpy as np
 
 import envs
 from anakin_mz.eval import stats
+from anakin_mz.types import where_lanes
 
 
 @chex.dataclass(frozen=True)
@@ -120,7 +121,7 @@ def play_match(
     # `rewards` sums over the move and the chance nodes sampled after it.
     nxt = jax.vmap(env.step)(state, action, step_keys)
     # A waiting game keeps its state and scores nothing (as a finished one).
-    nxt = jax.tree.map(lambda n, o: jnp.where(_lanes(moved, n), n, o), nxt, state)
+    nxt = where_lanes(moved, nxt, state)
     return nxt, key, score + jnp.where(moved, mine(nxt), 0.0)
 
   k0, k1 = jax.random.split(key)
@@ -129,11 +130,6 @@ def play_match(
   return MatchResult(
     score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
   )
-
-
-def _lanes(mask: chex.Array, x: chex.Array) -> chex.Array:
-  """`mask` `[G]` shaped to broadcast against `x` `[G, ...]`."""
-  return mask.reshape(mask.shape + (1,) * (x.ndim - 1))
 
 
 def summarize(result: MatchResult) -> Dict[str, float]:
