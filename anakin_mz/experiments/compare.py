@@ -54,6 +54,7 @@ from anakin_mz.experiments.compare_report import figures as figures
 from anakin_mz.experiments.compare_report import markdown as markdown
 from anakin_mz.experiments.compare_report import score_keys as score_keys
 from anakin_mz.experiments import records as records_lib
+from anakin_mz.experiments.compare_records import BUDGET_UNITS as BUDGET_UNITS
 from anakin_mz.experiments.compare_records import record as _record
 from anakin_mz.experiments.compare_records import rows_from_records as rows_from_records
 from anakin_mz.experiments import compare_state as state_lib
@@ -78,9 +79,6 @@ class RunSpec:
     """The run's directory name: `<agent>[_<overrides>]_s<seed>`."""
     extra = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", o) for o in self.overrides)
     return f"{self.agent}{'_' + extra if extra else ''}_s{self.seed}"
-
-
-BUDGET_UNITS = ("env_steps", "minutes", "games")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,15 @@ from anakin_mz.experiments import records as records_lib
 if TYPE_CHECKING:
   from anakin_mz.experiments.compare import RunSpec
 
+# What a comparison's budget can count (`compare.Budget.unit`). It lives here,
+# with the flag that spells it, because `compare` imports this module.
+BUDGET_UNITS = ("env_steps", "minutes", "games")
+
+
+def budget_flag(unit: str) -> str:
+  """The command-line option that gives a budget in `unit`: `--env-steps`."""
+  return "--" + unit.replace("_", "-")
+
 
 def record(
   out, s: RunSpec, row, spec, config, *, commit: object = records_lib.HERE
@@ -22,7 +31,7 @@ def record(
   b = spec["budget"]
   args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
   args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
-  args += [f"--{b['unit'].replace('_', '-')}={b['total']:g}", f"--every={b['every']:g}"]
+  args += [f"{budget_flag(b['unit'])}={b['total']:g}", f"--every={b['every']:g}"]
   if b.get("first"):
     args.append(f"--score-from={b['first']:g}")
   args += [f"--eval-games={spec['eval_games']}", f"--out={out}"]
@@ -99,7 +108,7 @@ def rows_from_records(
   return {label: [pts[u] for u in sorted(pts)] for label, pts in by.items()}
 
 
-_TOTALS = ("--games=", "--env-steps=", "--minutes=")
+_TOTALS = tuple(budget_flag(u) + "=" for u in BUDGET_UNITS)
 
 
 def _run_of(command: Optional[str]) -> Optional[str]:
