@@ -19,6 +19,11 @@ ROUND_TRIPS = {
   "to_pgx(breakthrough)": lambda: envs.from_pgx(envs.to_pgx(envs.make("breakthrough"))),
   "to_gymnax(catch)": lambda: envs.from_gymnax(*envs.to_gymnax(envs.make("catch"))),
 }
+# The fast suite keeps the round trip that carries chance through pgx's key;
+# the two without chance run with -m slow (35 s of CI's core-seconds). Their
+# adapters stay in the fast suite (test_adapters.py): `to_pgx(breakthrough)`
+# passes pgx's own API test, `to_gymnax(catch)` follows gymnax's interface.
+FAST_ROUND_TRIPS = ("to_pgx(nannon)",)
 
 
 def _env_params():
@@ -27,7 +32,8 @@ def _env_params():
     marks = [pytest.mark.slow] if adapted and name not in FAST_ADAPTED else []
     yield pytest.param(name, marks=marks, id=name)
   for name in ROUND_TRIPS:
-    yield pytest.param(name, id=name)
+    marks = [] if name in FAST_ROUND_TRIPS else [pytest.mark.slow]
+    yield pytest.param(name, marks=marks, id=name)
 
 
 @pytest.fixture(params=list(_env_params()))
