@@ -160,6 +160,8 @@ def plot_dynamics(scalars: Dict[str, Series], path: str, title: str, written: Li
   order = [m for m in DYNAMICS_TITLES if m in by_metric]
   order += sorted(set(by_metric) - set(order))
   plt, fig, axes = _grid(len(order))
+  from matplotlib.ticker import EngFormatter
+
   cmap = plt.get_cmap("viridis")
   for ax, metric in zip(axes, order):
     depths = sorted(by_metric[metric])
@@ -175,6 +177,8 @@ def plot_dynamics(scalars: Dict[str, Series], path: str, title: str, written: Li
       )
     ax.set_title(DYNAMICS_TITLES.get(metric, metric), fontsize=10)
     ax.set_xlabel("training step (updates)")
+    # "50k", "100k": six-digit update counts in full ran into each other.
+    ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     if metric not in ("chance_tv", "reward_mae"):
       ax.set_ylim(-0.02, 1.02)
       ax.set_ylabel("success rate")
