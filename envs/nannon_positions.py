@@ -62,6 +62,23 @@ def _block_starts(n: int, k: int) -> np.ndarray:
   return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
+def observation_decision(observation: jax.Array, points: int, checkers: int, die_sides: int):
+  """(position int32 `[]`, roll int32 `[]`) of one observation
+  (`NannonGame.observe`; vmap for a batch): the rank of the board seen by
+  the observer, and the die shown, 1..d (0 where none is shown: not a
+  decision node).
+  """
+  n, k, d = points, checkers, die_sides
+  obs = jnp.asarray(observation)
+  mine = obs[:n] > 0.5
+  theirs = obs[n : 2 * n] > 0.5
+  home_me = jnp.argmax(obs[2 * n : 2 * n + k + 1])
+  home_opp = jnp.argmax(obs[2 * n + k + 1 : 2 * n + 2 * (k + 1)])
+  die = obs[2 * n + 4 * (k + 1) : 2 * n + 4 * (k + 1) + d]
+  roll = jnp.where(jnp.max(die) > 0.5, jnp.argmax(die) + 1, 0)
+  return rank_position(mine, theirs, home_me, home_opp, k), roll.astype(jnp.int32)
+
+
 def rank_position(
   mine: jax.Array, theirs: jax.Array, home_me: jax.Array, home_opp: jax.Array, checkers: int
 ) -> jax.Array:

@@ -72,6 +72,7 @@ from envs.nannon_positions import (
   config_of,
   decision_index,
   decision_states,
+  observation_decision,
   one_ply_table,
   policy_table_from_fn,
   position_states,
@@ -104,6 +105,8 @@ __all__ = [
   "optimal_policy",
   "decision_index",
   "decision_states",
+  "observation_decision",
+  "decision_values",
   "position_states",
   "policy_table_from_fn",
   "one_ply_table",
@@ -495,6 +498,30 @@ def start_position(env: Optional[Env] = None) -> int:
   g = env.game.init(jax.random.PRNGKey(0))
   mine, theirs, home_me, home_opp = nannon.relative(g.board, g.home, 0)
   return int(rank_position(mine, theirs, home_me, home_opp, k))
+
+
+def decision_values(env: Optional[Env] = None) -> np.ndarray:
+  """float64 `[N, d]`: the mover's exact win probability under optimal play
+  at each decision (position, roll), before the move (the best move's
+  `1 - V(successor)`); NaN where there is no decision (the game is over, or
+  no move is legal).
+  """
+  if env is None:
+    env = envs.make("nannon")
+  n, k, d = config_of(env)
+  t = build_tables(n, k, d)
+  sol = solve(env)
+  with jax.enable_x64(True):
+    _, q = _bellman(
+      jnp.asarray(sol.values),
+      jnp.asarray(t.succ),
+      jnp.asarray(t.flip),
+      jnp.asarray(t.lost),
+      jnp.asarray(t.won),
+    )
+    best = np.asarray(jax.device_get(jnp.max(q, -1)))
+  decide = (t.succ < len(sol.values)).any(-1) & ~(t.lost | t.won)[:, None]
+  return np.where(decide, best, np.nan)
 
 
 def exact_win_probability(

@@ -524,3 +524,29 @@ def test_one_ply_table_is_the_policy_applied_state_by_state(env, discount, scale
   import envs.bots.nannon as bots_nannon
 
   np.testing.assert_array_equal(bots_nannon.policy_table(env, policy, jax.random.PRNGKey(1)), fast)
+
+
+def test_observation_decision_inverts_the_decision_states():
+  env = envs.make("nannon")
+  states, pos, roll = ns.decision_states(env)
+  p = env.params
+  decode = jax.jit(
+    jax.vmap(lambda o: ns.observation_decision(o, p["points"], p["checkers"], p["die_sides"]))
+  )
+  got_pos, got_roll = decode(states.observation)
+  np.testing.assert_array_equal(np.asarray(got_pos), pos)
+  np.testing.assert_array_equal(np.asarray(got_roll), roll)
+  # A roll node shows no die.
+  _, roll0 = decode(ns.position_states(env, pos[:4], np.zeros(4, np.int32)).observation)
+  np.testing.assert_array_equal(np.asarray(roll0), 0)
+
+
+def test_decision_values_are_the_best_moves_of_the_solution():
+  env = envs.make("nannon")
+  sol = ns.solve(env)
+  v = ns.decision_values(env)
+  # V(p) is the mean over the rolls of the decision values, where every roll
+  # has a decision (no forfeit) and the game is not over.
+  full = ~np.isnan(v).any(axis=1)
+  np.testing.assert_allclose(v[full].mean(axis=1), sol.values[full], atol=1e-12)
+  assert full.sum() > 1000 and np.isnan(v).any()

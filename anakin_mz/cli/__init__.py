@@ -32,6 +32,7 @@ TOOLS: Dict[str, str] = {
   "show-search": "show_search",
   "export": "export",
   "solve-nannon": "solve_nannon",
+  "value-error": "value_error",
   "tournament": "tournament",
   "compare": "compare",
   "strength": "strength",

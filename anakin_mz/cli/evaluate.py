@@ -82,7 +82,8 @@ def main(argv=None, prog=None) -> int:
     "--extra-policies",
     default=None,
     help="comma-separated: which policies the extra evaluators score, of greedy, "
-    "search and (with --agent value) value; default all (nannon 12-5-6's exact "
+    "search, value, and the planning diagnosis's model_1ply, model_chance and "
+    "true_tree (anakin_mz/eval/planning.py); default greedy and search (nannon 12-5-6's exact "
     "search table takes a search for each of 10.6M decision states, ~20 min a core)",
   )
   parser.add_argument(

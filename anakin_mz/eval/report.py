@@ -23,7 +23,7 @@ import yaml
 import envs
 import envs.bots
 from anakin_mz import config as config_lib
-from anakin_mz.eval import dynamics, match, opponents
+from anakin_mz.eval import dynamics, match, opponents, planning
 from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as agent_lib
 
@@ -42,8 +42,10 @@ def scorable_policies(agent_kind: str) -> Tuple[str, ...]:
   return ("greedy", "search") + (("value",) if agent_kind == "value" else ())
 
 
-# Every policy the extra evaluators can score, whatever plays the match.
-EXTRA_POLICIES = ("greedy", "search", "value")
+# Every policy the extra evaluators can score, whatever plays the match: the
+# agent's own, and on request the planning diagnosis's players
+# (`eval.planning`: a learned model taken apart).
+EXTRA_POLICIES = ("greedy", "search", "value") + planning.PLANNING_POLICIES
 
 
 def evaluate_checkpoint(
@@ -104,6 +106,8 @@ def evaluate_checkpoint(
   policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
   if agent_kind == "value" or "value" in (extra_policies or ()):
     policies["value"] = agent.value_policy(search)  # only on request: one more table to score
+  wanted = [n for n in (extra_policies or ()) if n in planning.PLANNING_POLICIES]
+  policies.update(planning.planning_policies(agent, search, wanted))
   policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)

@@ -24,7 +24,11 @@ A spec is YAML:
   (omitted or null: the run's training seed), `opponent` (a bot spec; null:
   the game's default), `agent` (search, greedy, value), `extra_policies`,
   and for the tables `measure` (the figure a table reads: score, wdl.win,
-  exact.greedy_vs_optimal, ...) and `target` (the value to reach).
+  exact.greedy_vs_optimal, ...) and `target` (the value to reach), and
+  `model`, a label of the model a checkpoint spec evaluates: specs of one
+  `name` that evaluate several models keep apart by it (the run directory
+  `<runs>/<name>/<model>/<variant>_s<seed>`, a record per model; a table
+  pivots on `evaluation.model`).
 * `checkpoint: PATH-OR-NAME` instead of training: each variant evaluates
   that checkpoint with its `search.KEY=VALUE` overrides (no budget).
 * `records`: where the records go (default `<runs>/<name>/records.jsonl`).
@@ -61,7 +65,16 @@ _KEYS = (
   "checkpoint",
   "records",
 )
-_EVAL_KEYS = ("games", "seed", "opponent", "agent", "extra_policies", "measure", "target")
+_EVAL_KEYS = (
+  "games",
+  "seed",
+  "opponent",
+  "agent",
+  "extra_policies",
+  "measure",
+  "target",
+  "model",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +155,13 @@ def load(path: str) -> Spec:
     raise ValueError(
       f"spec {path!r}: evaluation: unknown key(s) {bad}; valid: {', '.join(_EVAL_KEYS)}"
     )
+  model = evaluation.get("model")
+  if model is not None and (
+    not isinstance(model, str) or not model or not model.replace("_", "").replace("-", "").isalnum()
+  ):
+    raise ValueError(
+      f"spec {path!r}: evaluation: model must be a label of letters, digits, _ and -, got {model!r}"
+    )
   spec = Spec(
     name=str(raw["name"]),
     env=str(raw["env"]),
@@ -212,7 +232,9 @@ def check(spec: Spec) -> None:
 
 
 def run_dir(spec: Spec, runs: str, variant: Variant, seed: int) -> str:
-  return os.path.join(runs, spec.name, f"{variant.name}_s{seed}")
+  model = spec.evaluation.get("model")
+  where = os.path.join(runs, spec.name) if model is None else os.path.join(runs, spec.name, model)
+  return os.path.join(where, f"{variant.name}_s{seed}")
 
 
 def _quote(args: Sequence[str]) -> str:
@@ -240,6 +262,7 @@ def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
     "opponent": ev.get("opponent"),
     "agent": str(ev.get("agent", "search")),
     "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
+    **({} if ev.get("model") is None else {"model": str(ev["model"])}),
   }
 
 
@@ -289,10 +312,16 @@ def run(
   check(spec)
   done = set()
   if os.path.exists(path):
-    done = {(r.variant, r.seed) for r in records_lib.read(path) if r.experiment == spec.name}
+    done = {
+      (r.variant, r.seed, r.evaluation.get("model"))
+      for r in records_lib.read(path)
+      if r.experiment == spec.name
+    }
+  model = spec.evaluation.get("model")
+  model = None if model is None else str(model)
   new = []
   for variant, seed in pairs:
-    if (variant.name, seed) in done:
+    if (variant.name, seed, model) in done:
       log(f"[{variant.name} seed {seed}] recorded already in {path}: skipped")
       continue
     logdir = run_dir(spec, runs, variant, seed)

@@ -223,16 +223,25 @@ def restore_params(
   shapes, dtypes and shardings): Orbax reads that sub-tree only, so the
   caller needs no template of the rest of the state (the learner's). For
   evaluation (`restore.load_agent`). Raises as `restore`."""
+  return restore_field(directory, "params", template, step)
+
+
+def restore_field(
+  directory: str, field: str, template, step: Optional[int] = None
+) -> Tuple[object, Dict[str, object]]:
+  """`restore` of one field of the saved state (`params`, `buffer`, ...)
+  alone, into `template`: Orbax reads that sub-tree only. Raises as
+  `restore`."""
   step = _resolve(directory, step)
   meta = load_metadata(directory, step)
-  abstract = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, template)}
+  abstract = {field: jax.tree.map(ocp.utils.to_shape_dtype_struct, template)}
   args = ocp.args.PyTreeRestore(
     item=abstract,
     restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
     partial_restore=True,
   )
-  params = _read(directory, step, args)["params"]
-  return _checked(directory, step, params, template), meta
+  value = _read(directory, step, args)[field]
+  return _checked(directory, step, value, template), meta
 
 
 def _read(directory: str, step: int, args):

@@ -14,6 +14,7 @@ PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
 _ROOTS = ("puct", "gumbel")
+FINAL_MOVES = ("visits", "q")
 TREES = ("ndmz", "paper")
 
 
@@ -111,6 +112,13 @@ class SearchConfig:
       every chance outcome, at about `(1 + C) * max_legal_actions` times the
       network calls (EinStein: 42x); at most 3, as each move multiplies
       the cost again. The tree searches ignore it.
+    final_move: (puct root) the greedy move, at temperature 0 (evaluation
+      and play): "visits" (the most visited legal move, ties by the prior:
+      MuZero) or "q" (the visited legal move of highest root Q, ties by
+      visits: what a 1-ply lookahead on the tree's values would play). At a
+      temperature above 0 the move is still drawn from the visits, and the
+      policy target is the visit distribution either way. The Gumbel root
+      ignores it (its move is the sequential-halving winner).
   """
 
   num_simulations: int = 50
@@ -134,6 +142,7 @@ class SearchConfig:
   tree: str = "ndmz"
   discount: float = 1.0
   expectimax_depth: int = 1
+  final_move: str = "visits"
 
   def __post_init__(self):
     if not _is_int(self.num_simulations) or self.num_simulations < 1:
@@ -158,6 +167,8 @@ class SearchConfig:
     for name in ("dirichlet_legal_only", "terminal_nodes"):
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+    if self.final_move not in FINAL_MOVES:
+      raise ValueError(f"final_move must be one of {FINAL_MOVES}, got {self.final_move!r}")
     self._check_root()
     self._check_value_bounds()
     self._check_tree()

@@ -138,7 +138,9 @@ def ndmz_search(
       flip_opponents=flip_opponents,
       config=config,
     )
-    return search_output(rng_key, tree, root.policy_logits, legal, temperature)
+    return search_output(
+      rng_key, tree, root.policy_logits, legal, temperature, final_move=config.final_move
+    )
   select = functools.partial(
     _select,
     choice=functools.partial(_puct_slot, num_actions=num_actions, config=config),
@@ -162,7 +164,9 @@ def ndmz_search(
     config=config,
   )
 
-  return search_output(rng_key, tree, root.policy_logits, legal, temperature)
+  return search_output(
+    rng_key, tree, root.policy_logits, legal, temperature, final_move=config.final_move
+  )
 
 
 def _puct_slot(rng_key, tree: mctx.Tree, node_index, depth, sign, *, num_actions, config):
@@ -188,13 +192,24 @@ def search_output(
   prior_logits: chex.Array,
   legal: chex.Array,
   temperature: Union[float, chex.Array],
+  *,
+  final_move: str = "visits",
 ) -> SearchOutput:
   """A finished tree's `SearchOutput`: the move and its weights from the
   root's visits over the `A = legal.shape[-1]` actions (`select_action`),
-  and the root's value."""
+  and the root's value. With `final_move="q"` the greedy move (temperature
+  0) is the visited legal move of highest root Q (`SearchConfig.final_move`)."""
   num_actions = legal.shape[-1]
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(tree.node_values.dtype)
   action, action_weights = select_action(rng_key, visits, prior_logits, legal, temperature)
+  if final_move == "q":
+    # Root Q is the root mover's own (the tree's values are its POV).
+    q = tree.qvalues(jnp.full((legal.shape[0],), tree.ROOT_INDEX))[:, :num_actions]
+    by_q = _greedy_by_q(q, visits, legal)
+    temperature_b = jnp.broadcast_to(jnp.asarray(temperature), action.shape)
+    action = jnp.where(temperature_b > 0, action, by_q).astype(jnp.int32)
+  elif final_move != "visits":
+    raise ValueError(f"final_move must be 'visits' or 'q', got {final_move!r}")
   return SearchOutput(
     action=action,
     action_weights=action_weights,
@@ -248,6 +263,17 @@ def select_action(
   greedy = _greedy(action_weights, prior_logits, legal)
   action = jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
   return action, action_weights
+
+
+def _greedy_by_q(q, visits, legal):
+  """`[B]`: the visited legal move of highest `q` `[B, A]`, ties by visits,
+  then the first; the most visited legal move where none was visited."""
+  visited = legal & (visits > 0)
+  best_q = jnp.max(jnp.where(visited, q, -jnp.inf), axis=-1, keepdims=True)
+  top = visited & (q >= best_q)
+  score = jnp.where(top, visits, -1.0)
+  fallback = jnp.argmax(jnp.where(legal, visits, -1.0), axis=-1)
+  return jnp.where(jnp.any(visited, axis=-1), jnp.argmax(score, axis=-1), fallback)
 
 
 def _greedy(action_weights, prior_logits, legal):

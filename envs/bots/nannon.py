@@ -58,6 +58,9 @@ def format_exact(e: Mapping[str, float]) -> str:
     "greedy": "greedy network policy",
     "search": "search policy table",
     "value": "value head, 1-ply expectimax",
+    "model_1ply": "learned model, 1 ply (afterstate)",
+    "model_chance": "learned model, 1 ply + chance",
+    "true_tree": "h and f in the true-model tree",
   }
   names = [k[: -len("_vs_optimal")] for k in e if k.endswith("_vs_optimal")]
   for name in names:

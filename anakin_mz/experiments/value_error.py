@@ -1,0 +1,206 @@
+"""How close a Nannon checkpoint's value head is to the solver's exact values,
+on three sets of decision positions (the planning diagnosis, `planning.md`):
+
+* `positions`: a uniform sample of every decision (position, roll) of the
+  game, whether play reaches it or not;
+* `replay`: the decision steps in the checkpoint's own replay buffer, what
+  the value head was trained on;
+* `fresh`: the decision steps of new self-play games from the checkpoint
+  (its search, its end temperature, root noise on): the replay's
+  distribution, on games the network never saw.
+
+A gap between `replay` and `fresh` is overfitting to the replay; between
+`fresh` and `positions`, positions self-play does not visit. The exact value
+of a decision is `2 w - 1`, `w` the mover's win probability under optimal
+play from it (`nannon_solver.decision_values`); the network's is its value
+head on the observation (the mover's view).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import envs
+from envs import nannon_solver
+from anakin_mz import act, selfplay
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import registry
+from anakin_mz.runtime import restore as restore_lib
+
+SOURCES = ("positions", "replay", "fresh")
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueAccuracy:
+  """The value head against the exact values on one set of decisions.
+
+  Attributes:
+    count: decisions compared.
+    pearson: correlation of the two.
+    mae: mean absolute error, in value units ([-1, 1]; half of it in win
+      probability).
+    rmse: root mean squared error.
+    bias: mean of (network - exact): above 0, the head is optimistic.
+  """
+
+  count: int
+  pearson: float
+  mae: float
+  rmse: float
+  bias: float
+
+
+def compare(network_values: np.ndarray, exact_values: np.ndarray) -> ValueAccuracy:
+  """`ValueAccuracy` of `network_values` `[M]` against `exact_values` `[M]`."""
+  a = np.asarray(network_values, np.float64)
+  b = np.asarray(exact_values, np.float64)
+  if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+    raise ValueError(f"need two [M] arrays with M >= 2, got {a.shape} and {b.shape}")
+  d = a - b
+  return ValueAccuracy(
+    count=int(a.size),
+    pearson=float(np.corrcoef(a, b)[0, 1]),
+    mae=float(np.mean(np.abs(d))),
+    rmse=float(np.sqrt(np.mean(d * d))),
+    bias=float(np.mean(d)),
+  )
+
+
+def _exact(env: envs.Env, observations: np.ndarray) -> np.ndarray:
+  """`[M]` exact values `2 w - 1` of decision observations `[M, *obs]`."""
+  p = env.params
+  decode = jax.jit(
+    jax.vmap(
+      lambda o: nannon_solver.observation_decision(o, p["points"], p["checkers"], p["die_sides"])
+    )
+  )
+  pos, roll = (np.asarray(x) for x in decode(jnp.asarray(observations)))
+  if np.any(roll < 1):
+    raise ValueError("an observation shows no die: not a decision node")
+  win = nannon_solver.decision_values(env)[pos, roll - 1]
+  return 2.0 * win - 1.0
+
+
+def _values(agent, observations: np.ndarray, batch: int = 8192) -> np.ndarray:
+  value = jax.jit(act.root_value(agent.network, agent.params))
+  starts = range(0, len(observations), batch)
+  out = [np.asarray(value(jnp.asarray(observations[i : i + batch]))) for i in starts]
+  return np.concatenate(out)
+
+
+def uniform_observations(env: envs.Env, count: int, key: chex.PRNGKey) -> np.ndarray:
+  """`[min(count, all), *obs]`: decision observations drawn uniformly
+  without replacement from all of the game's decisions."""
+  pos, roll = nannon_solver.decision_index(env)
+  pick = np.sort(np.asarray(jax.random.permutation(key, len(pos)))[:count])
+  obs = []
+  for i in range(0, len(pick), 65536):
+    chunk = pick[i : i + 65536]
+    obs.append(np.asarray(nannon_solver.position_states(env, pos[chunk], roll[chunk]).observation))
+  return np.concatenate(obs)
+
+
+def replay_observations(agent, directory: str, step: Optional[int] = None) -> np.ndarray:
+  """`[M, *obs]`: the decision steps of the replay saved with the
+  checkpoint (`directory`, `step`) of `agent`, its learner's layout."""
+  learner = registry.make_learner(agent.config)
+  template = learner.abstract_state().buffer
+  legacy = ckpt.is_legacy_layout(agent.meta)  # the pmap run loop: a leading device axis
+  if legacy:
+    lead = (int(str(agent.meta["num_devices"])),)
+    template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(lead + x.shape, x.dtype), template)
+  buffer, _ = ckpt.restore_field(directory, "buffer", template, step)
+  if legacy:
+    buffer = jax.tree.map(lambda x: x[0], buffer)
+  data = jax.device_get(buffer.data)
+  capacity = data.player.shape[0]
+  slots = np.arange(capacity)[:, None]
+  written = slots < np.asarray(jax.device_get(buffer.count))[None, :]
+  keep = written & np.asarray(data.valid) & (np.asarray(data.player) >= 0)
+  if keep.sum() < 2:
+    raise ValueError(
+      f"the replay saved in {directory!r} holds {int(keep.sum())} decision step(s): "
+      "a checkpoint saved before self-play filled it; use the other sources"
+    )
+  return np.asarray(data.observation)[keep]
+
+
+def fresh_observations(agent, count: int, key: chex.PRNGKey) -> np.ndarray:
+  """`[>= count, *obs]`: decision observations of new self-play games of
+  `agent` (its search settings with root noise, its end temperature), the
+  lanes of its config; the first `env.max_game_length` steps of each lane
+  are skipped so that the games are at every stage, as in a replay."""
+  config = agent.config
+  lanes = config.train.num_envs
+  warm = agent.env.max_game_length // 4
+  steps = warm + max(count // lanes + 1, 1) * 2  # about half the steps are decisions
+  k_init, k_play = jax.random.split(key)
+  actor = selfplay.init_actors(agent.env, k_init, lanes)
+  search = agent.spec.search
+  if search is None:
+    raise ValueError(f"agent {config.agent!r} does not search: no self-play to sample")
+  play = jax.jit(
+    lambda actor, key: selfplay.rollout(
+      agent.params,
+      actor,
+      key,
+      env=agent.env,
+      network=agent.network,
+      config=config.search,
+      num_steps=steps,
+      temperature=config.train.temperature_end,
+      search=search,
+    )[1]
+  )
+  rec = jax.device_get(play(actor, k_play))
+  valid = np.asarray(rec.valid)
+  # Slots `[I * (R + 1), B]` hold each lane's steps in order, with invalid
+  # padding: skip each lane's first `warm` steps.
+  keep = valid & (np.cumsum(valid, axis=0) > warm) & (np.asarray(rec.player) >= 0)
+  return np.asarray(rec.observation)[keep][:count]
+
+
+def value_errors(
+  directory: str,
+  *,
+  step: Optional[int] = None,
+  samples: int = 100_000,
+  seed: int = 0,
+  sources=SOURCES,
+) -> Dict[str, object]:
+  """The checkpoint's value head against the exact values on each of
+  `sources` (`SOURCES`, the module doc), up to `samples` decisions each.
+
+  Raises:
+    ValueError: not a Nannon checkpoint, an unknown source.
+    CheckpointError: an unreadable checkpoint (`replay` also needs its
+      learner state).
+  """
+  bad = [s for s in sources if s not in SOURCES]
+  if bad or not sources:
+    raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {list(sources)}")
+  agent = restore_lib.load_agent(directory, step, expect_env="nannon")
+  key = jax.random.PRNGKey(seed)
+  k_pos, k_fresh = jax.random.split(key)
+  out: Dict[str, object] = {
+    "checkpoint": directory,
+    "step": agent.step,
+    "env_params": dict(agent.env.params),
+  }
+  for source in sources:
+    if source == "positions":
+      obs = uniform_observations(agent.env, samples, k_pos)
+    elif source == "replay":
+      obs = replay_observations(agent, directory, step)
+      if len(obs) > samples:
+        obs = obs[np.asarray(jax.random.permutation(k_pos, len(obs)))[:samples]]
+    else:
+      obs = fresh_observations(agent, samples, k_fresh)
+    out[source] = dataclasses.asdict(compare(_values(agent, obs), _exact(agent.env, obs)))
+  return out

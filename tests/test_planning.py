@@ -1,0 +1,211 @@
+"""The planning diagnosis's pieces (exact numbers on table models): the
+search's `final_move="q"` and the learned-model lookahead players of
+`anakin_mz.eval.planning`."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from search_tables import set_identity, table_recurrent, tables
+
+import envs
+from anakin_mz.eval import planning
+from anakin_mz.search import SearchConfig, ndmz_search
+from anakin_mz.types import ModelOutput
+
+
+class _TableModel:
+  """A learned model read from tables: the observation is the root row."""
+
+  def root(self, params, observation):
+    rows = observation.astype(jnp.int32)
+    b = rows.shape[0]
+    return ModelOutput(
+      reward=jnp.zeros(b),
+      value=params["value"][rows],
+      policy_logits=params["policy"][rows],
+      chance_logits=params["chance"][rows],
+      identity_logits=params["identity"][rows],
+      embedding=rows,
+    )
+
+  def recurrent(self, params, rng_key, action, embedding):
+    return table_recurrent(params, rng_key, action, embedding)
+
+
+def _bandit():
+  # Root row 1 (player 0 of 2) with two moves into terminal rows: a0 (prior
+  # logit 1: p = 0.731) ends with reward 0, a1 (p = 0.269) with 0.1.
+  t = tables(8, 2, 2, 2)
+  set_identity(t, 1, 0)
+  t["next"][1, :2] = [2, 3]
+  t["reward"][3] = 0.1
+  t["policy"][1] = [1.0, 0.0]
+  return jax.tree.map(jnp.asarray, t)
+
+
+def _search(t, final_move, temperature, batch=1):
+  model = _TableModel()
+  rows = jnp.ones(batch, jnp.int32)
+  config = SearchConfig(
+    num_simulations=4, dirichlet_fraction=0.0, value_bounds=(-1, 1), final_move=final_move
+  )
+  return ndmz_search(
+    t,
+    jax.random.PRNGKey(0),
+    model.root(t, rows),
+    model.recurrent,
+    jnp.ones((batch, 2), bool),
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+    temperature=temperature,
+  )
+
+
+def test_final_move_q_takes_the_best_visited_q_not_the_most_visits():
+  # PUCT with Q scaled by [-1, 1] (sqrt(N) * 1.25 * p / (n + 1) + (Q + 1) / 2):
+  # sims 1-2 take a0 (1.414 vs 0.836; 1.146 vs 0.976), sim 3 a1 (1.028 vs
+  # 1.082), sim 4 a0 (1.109 vs 0.886): visits [3, 1], Q [0, 0.1].
+  t = _bandit()
+  by_visits = _search(t, "visits", 0.0)
+  by_q = _search(t, "q", 0.0)
+  np.testing.assert_array_equal(by_visits.search_tree.children_visits[0, 0, :2], [3, 1])
+  np.testing.assert_allclose(by_visits.action_weights, [[0.75, 0.25]])
+  np.testing.assert_allclose(by_q.action_weights, by_visits.action_weights)
+  assert int(by_visits.action[0]) == 0 and int(by_q.action[0]) == 1
+
+
+def test_final_move_q_still_samples_the_visits_above_temperature_zero():
+  t = _bandit()
+  sampled = _search(t, "q", 1.0, batch=2000)
+  share = float(jnp.mean(sampled.action == 0))
+  assert abs(share - 0.75) < 0.04, share  # one standard error ~0.01
+
+
+def test_final_move_is_checked():
+  with pytest.raises(ValueError, match="final_move must be one of"):
+    SearchConfig(final_move="value")
+
+
+def _lookahead_tables():
+  # Root row 1 (player 0 of 2). a0 -> row 2, a chance node (value 0.3) whose
+  # outcomes (probabilities 1/4, 3/4) lead to rows 4 and 5, the opponent's
+  # decisions, valued -0.2 and 0.6 (root mover's view). a1 -> row 3, a
+  # terminal node with reward 0.5.
+  t = tables(8, 2, 2, 2)
+  set_identity(t, 1, 0)
+  set_identity(t, 2, 2)
+  set_identity(t, 4, 1)
+  set_identity(t, 5, 1)
+  t["next"][1, :2] = [2, 3]
+  t["next"][2, 2:] = [4, 5]
+  t["value"][2], t["value"][4], t["value"][5] = 0.3, -0.2, 0.6
+  t["value"][3] = 9.0  # a terminal node's value is never read
+  t["reward"][3] = 0.5
+  t["chance"][2] = [0.0, np.log(3.0)]
+  return jax.tree.map(jnp.asarray, t)
+
+
+@pytest.mark.parametrize(
+  "expect_chance, discount, want",
+  [
+    (False, 1.0, [0.3, 0.5]),
+    (True, 1.0, [0.25 * -0.2 + 0.75 * 0.6, 0.5]),
+    (False, 0.5, [0.15, 0.5]),
+    (True, 0.5, [0.5 * (0.25 * 0.5 * -0.2 + 0.75 * 0.5 * 0.6), 0.5]),
+  ],
+)
+def test_model_action_values_exact(expect_chance, discount, want):
+  got = planning.model_action_values(
+    _TableModel(),
+    _lookahead_tables(),
+    jnp.ones(1),
+    num_players=2,
+    discount=discount,
+    expect_chance=expect_chance,
+  )
+  np.testing.assert_allclose(np.asarray(got), [want], rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------
+# On a tiny Nannon checkpoint: the players through the evaluator, and the
+# value head against the exact values.
+
+
+@pytest.fixture(scope="module")
+def nannon_ckpt(tmp_path_factory):
+  from test_evaluate import save_tiny
+
+  return save_tiny(tmp_path_factory.mktemp("nannon") / "checkpoints", "nannon")
+
+
+def test_planning_players_are_scored_exactly_beside_the_search(nannon_ckpt):
+  from anakin_mz.eval import report
+
+  names = ["search", "model_1ply", "model_chance", "true_tree"]
+  r = report.evaluate_checkpoint(nannon_ckpt, games=2, extra_policies=names)
+  got = sorted(k for k in r["exact"] if k.endswith("_vs_optimal"))
+  assert got == sorted(f"{n}_vs_optimal" for n in names)
+  for n in names:
+    assert 0.0 < r["exact"][f"{n}_vs_random"] < 1.0
+  assert "learned model, 1 ply + chance" in report.format_report(r)
+
+
+def test_true_tree_is_alphazeros_search_with_the_agents_network(nannon_ckpt):
+  import envs.nannon_solver as ns
+  from anakin_mz.runtime import registry
+  from anakin_mz.runtime.restore import load_agent
+
+  agent = load_agent(nannon_ckpt)
+  search = agent.config.search
+  mine = planning.planning_policies(agent, search, ["true_tree"])["true_tree"]
+  az = registry.get("alphazero")
+  theirs = az.search_policy(az.model(agent.config, agent.env), agent.params, agent.env, search)
+  states, _, _ = ns.decision_states(agent.env, count=256)
+  key = jax.random.PRNGKey(3)
+  np.testing.assert_array_equal(np.asarray(mine(states, key)), np.asarray(theirs(states, key)))
+
+
+def test_planning_players_need_a_learned_ndmz_model(tmp_path):
+  from test_evaluate import save_tiny
+
+  from anakin_mz.eval import report
+
+  d = save_tiny(tmp_path / "checkpoints", "nannon", overrides=["agent=alphazero"])
+  with pytest.raises(ValueError, match="take apart a learned NDMZ model; agent 'alphazero'"):
+    report.evaluate_checkpoint(d, games=2, extra_policies=["model_1ply"])
+
+
+def test_value_error_statistics_exact():
+  from anakin_mz.experiments import value_error
+
+  got = value_error.compare(np.array([0.5, -0.5, 0.0, 1.0]), np.array([0.0, -1.0, 0.0, 1.0]))
+  assert got.count == 4
+  np.testing.assert_allclose(
+    [got.mae, got.rmse, got.bias], [0.25, np.sqrt(0.125), 0.25], rtol=1e-12
+  )
+  np.testing.assert_allclose(got.pearson, np.corrcoef([0.5, -0.5, 0, 1], [0, -1, 0, 1])[0, 1])
+  with pytest.raises(ValueError, match="need two"):
+    value_error.compare(np.zeros(3), np.zeros(4))
+
+
+def test_value_error_of_a_checkpoint_on_every_source(nannon_ckpt):
+  import envs.nannon_solver as ns
+  from anakin_mz.experiments import value_error
+
+  # The tiny checkpoint was saved before any self-play: an empty replay.
+  with pytest.raises(ValueError, match="holds 0 decision step"):
+    value_error.value_errors(nannon_ckpt, samples=300, sources=["replay"])
+  r = value_error.value_errors(nannon_ckpt, samples=60, sources=["positions", "fresh"])
+  assert "replay" not in r
+  for source in ("positions", "fresh"):
+    assert 2 <= r[source]["count"] <= 60, source
+    assert -1.0 <= r[source]["pearson"] <= 1.0
+  # The exact values are the solver's, read through each observation.
+  env = envs.make("nannon")
+  states, pos, roll = ns.decision_states(env, count=500)
+  want = 2.0 * ns.decision_values(env)[pos, roll - 1] - 1.0
+  np.testing.assert_allclose(value_error._exact(env, np.asarray(states.observation)), want)
+  with pytest.raises(ValueError, match="sources must be"):
+    value_error.value_errors(nannon_ckpt, sources=["replays"])
