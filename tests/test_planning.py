@@ -209,3 +209,23 @@ def test_value_error_of_a_checkpoint_on_every_source(nannon_ckpt):
   np.testing.assert_allclose(value_error._exact(env, np.asarray(states.observation)), want)
   with pytest.raises(ValueError, match="sources must be"):
     value_error.value_errors(nannon_ckpt, sources=["replays"])
+
+
+def test_value_error_cli_prints_and_records(nannon_ckpt, tmp_path, capsys):
+  from anakin_mz.cli import value_error as cli
+  from anakin_mz.experiments import records
+
+  out = tmp_path / "r.jsonl"
+  argv = ["--checkpoint", nannon_ckpt, "--sources", "positions", "--samples", "50"]
+  assert cli.main(argv + ["--records", str(out), "--variant", "tiny"]) == 0
+  assert "positions        50" in capsys.readouterr().out
+  (record,) = records.read(str(out))
+  assert record.experiment == "value_error" and record.variant == "tiny"
+  assert record.figures["positions.count"].value == 50.0
+  assert set(record.figures) == {
+    f"positions.{s}" for s in ("count", "pearson", "mae", "rmse", "bias")
+  }
+  with pytest.raises(SystemExit) as e:
+    cli.main(argv + ["--records", str(out)])
+  assert e.value.code == 2
+  assert "--records and --variant go together" in capsys.readouterr().err

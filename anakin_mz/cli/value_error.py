@@ -17,6 +17,7 @@ on 12-5-6 solves the game (about 5 minutes, then cached).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 from anakin_mz.cli import options
@@ -36,7 +37,16 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument("--samples", type=options.integer, default=100_000)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default=None, help="also write the result here")
+  parser.add_argument(
+    "--records",
+    default=None,
+    help="also append a run record to this file (with --experiment and --variant)",
+  )
+  parser.add_argument("--experiment", default="value_error", help="the record's experiment")
+  parser.add_argument("--variant", default=None, help="the record's variant (e.g. the model)")
   args = parser.parse_args(argv)
+  if (args.records is None) != (args.variant is None):
+    parser.error("--records and --variant go together")
   if args.samples < 2:
     parser.error(f"--samples must be >= 2, got {args.samples}")
   try:
@@ -63,4 +73,15 @@ def main(argv=None, prog=None) -> int:
     with open(args.json, "w", encoding="utf-8") as f:
       json.dump(result, f, indent=1)
     print(f"wrote {args.json}")
+  if args.records:
+    from anakin_mz.experiments import records
+
+    command = "anakin-mz value-error " + " ".join(
+      shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
+    record = value_error.to_record(
+      result, experiment=args.experiment, variant=args.variant, command=command
+    )
+    records.append(args.records, record)
+    print(f"recorded in {args.records}")
   return 0

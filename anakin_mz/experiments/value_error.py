@@ -29,6 +29,7 @@ import numpy as np
 import envs
 from envs import nannon_solver
 from anakin_mz import act, selfplay
+from anakin_mz.experiments import records as records_lib
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as restore_lib
@@ -204,3 +205,24 @@ def value_errors(
       obs = fresh_observations(agent, samples, k_fresh)
     out[source] = dataclasses.asdict(compare(_values(agent, obs), _exact(agent.env, obs)))
   return out
+
+
+def to_record(
+  result: Dict[str, object], *, experiment: str, variant: str, command: str
+) -> records_lib.RunRecord:
+  """A run record of `value_errors`' result: figures `<source>.<stat>`
+  (`positions.pearson`, `fresh.mae`, ...), the step as its updates."""
+  figures = {}
+  for source in SOURCES:
+    if source in result:
+      for stat, value in result[source].items():  # type: ignore[union-attr]
+        figures[f"{source}.{stat}"] = records_lib.Figure(float(value))
+  return records_lib.new(
+    experiment,
+    variant,
+    None,
+    command=command,
+    budget=records_lib.Budget(updates=int(result["step"])),  # type: ignore[arg-type]
+    evaluation={"env_params": result["env_params"]},
+    figures=figures,
+  )

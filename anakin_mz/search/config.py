@@ -14,7 +14,7 @@ PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
 _ROOTS = ("puct", "gumbel")
-FINAL_MOVES = ("visits", "q")
+FINAL_MOVES = ("visits", "q", "expectimax")
 TREES = ("ndmz", "paper")
 
 
@@ -112,13 +112,16 @@ class SearchConfig:
       every chance outcome, at about `(1 + C) * max_legal_actions` times the
       network calls (EinStein: 42x); at most 3, as each move multiplies
       the cost again. The tree searches ignore it.
-    final_move: (puct root) the greedy move, at temperature 0 (evaluation
-      and play): "visits" (the most visited legal move, ties by the prior:
-      MuZero) or "q" (the visited legal move of highest root Q, ties by
-      visits: what a 1-ply lookahead on the tree's values would play). At a
-      temperature above 0 the move is still drawn from the visits, and the
-      policy target is the visit distribution either way. The Gumbel root
-      ignores it (its move is the sequential-halving winner).
+    final_move: (puct root, this project's tree) the greedy move, at
+      temperature 0 (evaluation and play): "visits" (the most visited legal
+      move, ties by the prior: MuZero), "q" (the visited legal move of
+      highest root Q, the mean of its simulations, ties by visits) or
+      "expectimax" (the visited legal move of highest expectimax backup of
+      the grown tree: max at choice nodes, the chance policy's expectation
+      at chance nodes, `search.backup`). At a temperature above 0 the move
+      is still drawn from the visits, and the policy target is the visit
+      distribution either way. The Gumbel root ignores it (its move is the
+      sequential-halving winner).
   """
 
   num_simulations: int = 50
@@ -183,6 +186,11 @@ class SearchConfig:
         f"tree 'paper' runs with root 'puct' only, got root {self.root!r}: sequential "
         "halving counts one visit per simulation, and the paper's tree backs up only "
         "the simulations that end at a choice or terminal node"
+      )
+    if self.final_move != "visits":
+      raise ValueError(
+        f"tree 'paper' picks its move by the visits, got final_move={self.final_move!r}: "
+        "its identity nodes have no backup of their own"
       )
     if self.max_depth is not None:
       raise ValueError(

@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.config import PAYOFFS, SearchConfig, SearchOutput
+from anakin_mz.search.backup import expectimax_root_q
+from anakin_mz.search.config import FINAL_MOVES, PAYOFFS, SearchConfig, SearchOutput
 from anakin_mz.search.gumbel import _gumbel_search
 from anakin_mz.search.paper import run_paper_tree
 from anakin_mz.search.tree import (
@@ -138,9 +139,7 @@ def ndmz_search(
       flip_opponents=flip_opponents,
       config=config,
     )
-    return search_output(
-      rng_key, tree, root.policy_logits, legal, temperature, final_move=config.final_move
-    )
+    return search_output(rng_key, tree, root.policy_logits, legal, temperature)
   select = functools.partial(
     _select,
     choice=functools.partial(_puct_slot, num_actions=num_actions, config=config),
@@ -165,7 +164,14 @@ def ndmz_search(
   )
 
   return search_output(
-    rng_key, tree, root.policy_logits, legal, temperature, final_move=config.final_move
+    rng_key,
+    tree,
+    root.policy_logits,
+    legal,
+    temperature,
+    final_move=config.final_move,
+    num_outcomes=num_outcomes,
+    flip_opponents=flip_opponents,
   )
 
 
@@ -194,22 +200,32 @@ def search_output(
   temperature: Union[float, chex.Array],
   *,
   final_move: str = "visits",
+  num_outcomes: int = 1,
+  flip_opponents: bool = False,
 ) -> SearchOutput:
   """A finished tree's `SearchOutput`: the move and its weights from the
   root's visits over the `A = legal.shape[-1]` actions (`select_action`),
-  and the root's value. With `final_move="q"` the greedy move (temperature
-  0) is the visited legal move of highest root Q (`SearchConfig.final_move`)."""
+  and the root's value. With `final_move` "q" or "expectimax" the greedy
+  move (temperature 0) is the visited legal move of highest root Q, or of
+  highest expectimax backup (`backup.expectimax_root_q` of an NDMZ tree
+  with `num_outcomes` chance outcomes, `flip_opponents` in zero-sum games;
+  `SearchConfig.final_move`)."""
   num_actions = legal.shape[-1]
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(tree.node_values.dtype)
   action, action_weights = select_action(rng_key, visits, prior_logits, legal, temperature)
-  if final_move == "q":
+  if final_move in ("q", "expectimax"):
     # Root Q is the root mover's own (the tree's values are its POV).
-    q = tree.qvalues(jnp.full((legal.shape[0],), tree.ROOT_INDEX))[:, :num_actions]
+    if final_move == "q":
+      q = tree.qvalues(jnp.full((legal.shape[0],), tree.ROOT_INDEX))[:, :num_actions]
+    else:
+      q = expectimax_root_q(
+        tree, num_actions=num_actions, num_outcomes=num_outcomes, flip_opponents=flip_opponents
+      )
     by_q = _greedy_by_q(q, visits, legal)
     temperature_b = jnp.broadcast_to(jnp.asarray(temperature), action.shape)
     action = jnp.where(temperature_b > 0, action, by_q).astype(jnp.int32)
   elif final_move != "visits":
-    raise ValueError(f"final_move must be 'visits' or 'q', got {final_move!r}")
+    raise ValueError(f"final_move must be one of {FINAL_MOVES}, got {final_move!r}")
   return SearchOutput(
     action=action,
     action_weights=action_weights,
