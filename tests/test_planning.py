@@ -229,3 +229,104 @@ def test_value_error_cli_prints_and_records(nannon_ckpt, tmp_path, capsys):
     cli.main(argv + ["--records", str(out)])
   assert e.value.code == 2
   assert "--records and --variant go together" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------
+# The expectimax backup of a grown tree (search.backup).
+
+
+def test_final_move_expectimax_hand_built():
+  # Root row 1 (player 0): a0 (prior logit 0.1) -> row 2, a chance node of
+  # value 0.3; a1 -> row 3, terminal with reward 0.5. Two simulations expand
+  # both (a0 first by its prior, then a1 by PUCT: 0.65 + 0.66 < 0.5 + 0.84),
+  # one visit each: by the visits the tie goes to the prior (a0); the
+  # backup values a0 by its chance node's own value (no outcome expanded),
+  # 0.3, and a1 by its reward, 0.5.
+  t = _lookahead_tables()
+  t = dict(t, policy=t["policy"].at[1].set(jnp.array([0.1, 0.0])))
+  model = _TableModel()
+  rows = jnp.ones(1, jnp.int32)
+  outs = {}
+  for final_move in ("visits", "expectimax"):
+    config = SearchConfig(
+      num_simulations=2, dirichlet_fraction=0.0, value_bounds=(-1, 1), final_move=final_move
+    )
+    outs[final_move] = ndmz_search(
+      t,
+      jax.random.PRNGKey(0),
+      model.root(t, rows),
+      model.recurrent,
+      jnp.ones((1, 2), bool),
+      num_players=2,
+      payoff="zero_sum",
+      config=config,
+      temperature=0.0,
+    )
+  np.testing.assert_array_equal(outs["visits"].search_tree.children_visits[0, 0, :2], [1, 1])
+  assert int(outs["visits"].action[0]) == 0 and int(outs["expectimax"].action[0]) == 1
+  from anakin_mz.search.backup import expectimax_root_q
+
+  q = expectimax_root_q(
+    outs["visits"].search_tree, num_actions=2, num_outcomes=2, flip_opponents=True
+  )
+  np.testing.assert_allclose(np.asarray(q), [[0.3, 0.5]], rtol=1e-6)
+
+
+def _reference_backup(tree, b, i, num_actions, num_outcomes):
+  """The module's rule, recursively, on batch row b of a grown tree."""
+  kind = int(tree.embeddings.kind[b, i])
+  raw = float(tree.raw_values[b, i])
+  if kind == 2:
+    return 0.0
+  edges = {}
+  for slot in range(tree.num_actions):
+    child = int(tree.children_index[b, i, slot])
+    if child >= 0:
+      sub = _reference_backup(tree, b, child, num_actions, num_outcomes)
+      edges[slot] = (
+        float(tree.children_rewards[b, i, slot]) + float(tree.children_discounts[b, i, slot]) * sub
+      )
+  if kind == 1:
+    logits = np.asarray(tree.children_prior_logits[b, i, :num_outcomes], np.float64)
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    seen = sum(p[c] for c in edges if c < num_outcomes)
+    return sum(p[c] * v for c, v in edges.items() if c < num_outcomes) + (1 - seen) * raw
+  sign = -1.0 if int(tree.embeddings.player[b, i]) != 0 else 1.0
+  mover = [sign * v for c, v in edges.items() if c < num_actions]
+  return sign * max(mover + [sign * raw])
+
+
+def test_expectimax_backup_matches_a_recursive_reference():
+  from test_search import _random_tables
+
+  from anakin_mz.search.backup import expectimax_values
+
+  rng = np.random.default_rng(4)
+  t = jax.tree.map(jnp.asarray, _random_tables(rng, 40, 3, 4, 2))
+  model = _TableModel()
+  rows = jnp.arange(1, 7, dtype=jnp.int32)
+  config = SearchConfig(num_simulations=24, dirichlet_fraction=0.0, discount=0.9)
+  out = ndmz_search(
+    t,
+    jax.random.PRNGKey(1),
+    model.root(t, rows),
+    model.recurrent,
+    jnp.ones((6, 3), bool),
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+    temperature=0.0,
+  )
+  tree = jax.device_get(out.search_tree)
+  got = np.asarray(
+    expectimax_values(out.search_tree, num_actions=3, num_outcomes=4, flip_opponents=True)
+  )
+  # Trees worth backing up: several root moves, chance and choice nodes.
+  assert ((tree.children_index[:, 0] >= 0).sum(axis=1) >= 2).sum() >= 3
+  assert {0, 1, 2} <= set(np.unique(tree.embeddings.kind[tree.node_visits > 0]))
+  for b in range(6):
+    for i in range(tree.node_values.shape[1]):
+      if tree.node_visits[b, i] > 0:
+        want = _reference_backup(tree, b, i, 3, 4)
+        np.testing.assert_allclose(got[b, i], want, rtol=1e-5, atol=1e-6)
