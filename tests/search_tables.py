@@ -46,6 +46,20 @@ def table_recurrent(params, rng_key, action, embedding):
   )
 
 
+def table_root(params, rows):
+  """The search's root for table rows `rows` `[B]` (h then f): row `r`'s
+  value, policy, chance and identity logits, its embedding the row."""
+  b = rows.shape[0]
+  return ModelOutput(
+    reward=np.zeros(b, np.float32),
+    value=params["value"][rows],
+    policy_logits=params["policy"][rows],
+    chance_logits=params["chance"][rows],
+    identity_logits=params["identity"][rows],
+    embedding=rows.astype(np.int32),
+  )
+
+
 def softmax(x):
   """float64 softmax of a 1-D array (the plain-Python references)."""
   x = np.asarray(x, np.float64)

@@ -6,31 +6,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from search_tables import set_identity, table_recurrent, tables
+from search_tables import set_identity, table_recurrent, table_root, tables
 
 import envs
 from anakin_mz.eval import planning
 from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput
 
 
 class _TableModel:
   """A learned model read from tables: the observation is the root row."""
 
   def root(self, params, observation):
-    rows = observation.astype(jnp.int32)
-    b = rows.shape[0]
-    return ModelOutput(
-      reward=jnp.zeros(b),
-      value=params["value"][rows],
-      policy_logits=params["policy"][rows],
-      chance_logits=params["chance"][rows],
-      identity_logits=params["identity"][rows],
-      embedding=rows,
-    )
+    return table_root(params, observation.astype(jnp.int32))
 
   def recurrent(self, params, rng_key, action, embedding):
     return table_recurrent(params, rng_key, action, embedding)
+
+
+def _table_search(t, rows, legal, config, temperature, key=0):
+  model = _TableModel()
+  return ndmz_search(
+    t,
+    jax.random.PRNGKey(key),
+    model.root(t, rows),
+    model.recurrent,
+    legal,
+    num_players=2,
+    payoff="zero_sum",
+    config=config,
+    temperature=temperature,
+  )
 
 
 def _bandit():
@@ -45,22 +50,11 @@ def _bandit():
 
 
 def _search(t, final_move, temperature, batch=1):
-  model = _TableModel()
-  rows = jnp.ones(batch, jnp.int32)
   config = SearchConfig(
     num_simulations=4, dirichlet_fraction=0.0, value_bounds=(-1, 1), final_move=final_move
   )
-  return ndmz_search(
-    t,
-    jax.random.PRNGKey(0),
-    model.root(t, rows),
-    model.recurrent,
-    jnp.ones((batch, 2), bool),
-    num_players=2,
-    payoff="zero_sum",
-    config=config,
-    temperature=temperature,
-  )
+  rows = jnp.ones(batch, jnp.int32)
+  return _table_search(t, rows, jnp.ones((batch, 2), bool), config, temperature)
 
 
 def test_final_move_q_takes_the_best_visited_q_not_the_most_visits():
@@ -244,24 +238,12 @@ def test_final_move_expectimax_hand_built():
   # 0.3, and a1 by its reward, 0.5.
   t = _lookahead_tables()
   t = dict(t, policy=t["policy"].at[1].set(jnp.array([0.1, 0.0])))
-  model = _TableModel()
-  rows = jnp.ones(1, jnp.int32)
   outs = {}
   for final_move in ("visits", "expectimax"):
     config = SearchConfig(
       num_simulations=2, dirichlet_fraction=0.0, value_bounds=(-1, 1), final_move=final_move
     )
-    outs[final_move] = ndmz_search(
-      t,
-      jax.random.PRNGKey(0),
-      model.root(t, rows),
-      model.recurrent,
-      jnp.ones((1, 2), bool),
-      num_players=2,
-      payoff="zero_sum",
-      config=config,
-      temperature=0.0,
-    )
+    outs[final_move] = _table_search(t, jnp.ones(1, jnp.int32), jnp.ones((1, 2), bool), config, 0.0)
   np.testing.assert_array_equal(outs["visits"].search_tree.children_visits[0, 0, :2], [1, 1])
   assert int(outs["visits"].action[0]) == 0 and int(outs["expectimax"].action[0]) == 1
   from anakin_mz.search.backup import expectimax_root_q
@@ -304,20 +286,9 @@ def test_expectimax_backup_matches_a_recursive_reference():
 
   rng = np.random.default_rng(4)
   t = jax.tree.map(jnp.asarray, _random_tables(rng, 40, 3, 4, 2))
-  model = _TableModel()
   rows = jnp.arange(1, 7, dtype=jnp.int32)
   config = SearchConfig(num_simulations=24, dirichlet_fraction=0.0, discount=0.9)
-  out = ndmz_search(
-    t,
-    jax.random.PRNGKey(1),
-    model.root(t, rows),
-    model.recurrent,
-    jnp.ones((6, 3), bool),
-    num_players=2,
-    payoff="zero_sum",
-    config=config,
-    temperature=0.0,
-  )
+  out = _table_search(t, rows, jnp.ones((6, 3), bool), config, 0.0, key=1)
   tree = jax.device_get(out.search_tree)
   got = np.asarray(
     expectimax_values(out.search_tree, num_actions=3, num_outcomes=4, flip_opponents=True)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
-from search_tables import NEG, set_identity, softmax, table_recurrent, tables
+from search_tables import NEG, set_identity, softmax, table_recurrent, table_root, tables
 
 from anakin_mz import search
 from anakin_mz.search import puct
@@ -31,15 +31,7 @@ from anakin_mz.types import ModelOutput
 
 
 def _table_root(params, root_rows):
-  b = root_rows.shape[0]
-  return ModelOutput(
-    reward=jnp.zeros(b),
-    value=params["value"][root_rows],
-    policy_logits=params["policy"][root_rows],
-    chance_logits=params["chance"][root_rows],
-    identity_logits=params["identity"][root_rows],
-    embedding=root_rows.astype(jnp.int32),
-  )
+  return table_root(params, root_rows)
 
 
 def _random_tables(

@@ -17,24 +17,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from search_tables import NEG, set_identity, softmax, table_recurrent, tables
+from search_tables import NEG, set_identity, softmax, table_recurrent, table_root, tables
 
 from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput
 
 CHOICE, CHANCE, TERMINAL, IDENTITY = 0, 1, 2, 3
 
 
 def _root(params, rows):
-  b = rows.shape[0]
-  return ModelOutput(
-    reward=jnp.zeros(b),
-    value=params["value"][rows],
-    policy_logits=params["policy"][rows],
-    chance_logits=params["chance"][rows],
-    identity_logits=params["identity"][rows],
-    embedding=rows.astype(jnp.int32),
-  )
+  return table_root(params, rows)
 
 
 @functools.partial(jax.jit, static_argnames=("num_players", "payoff", "config"))
