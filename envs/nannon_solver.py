@@ -520,8 +520,7 @@ def decision_values(env: Optional[Env] = None) -> np.ndarray:
       jnp.asarray(t.won),
     )
     best = np.asarray(jax.device_get(jnp.max(q, -1)))
-  decide = (t.succ < len(sol.values)).any(-1) & ~(t.lost | t.won)[:, None]
-  return np.where(decide, best, np.nan)
+  return np.where(t.decision, best, np.nan)
 
 
 def exact_win_probability(

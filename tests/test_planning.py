@@ -200,7 +200,12 @@ def test_value_error_of_a_checkpoint_on_every_source(nannon_ckpt):
   env = envs.make("nannon")
   states, pos, roll = ns.decision_states(env, count=500)
   want = 2.0 * ns.decision_values(env)[pos, roll - 1] - 1.0
-  np.testing.assert_allclose(value_error._exact(env, np.asarray(states.observation)), want)
+  got = value_error._exact(env, np.asarray(states.observation), ns.decision_values(env))
+  np.testing.assert_allclose(got, want)
+  # Both key flavours draw the same positions.
+  raw = value_error.uniform_observations(env, 40, jax.random.PRNGKey(3))
+  typed = value_error.uniform_observations(env, 40, jax.random.key(3))
+  np.testing.assert_array_equal(raw, typed)
   with pytest.raises(ValueError, match="sources must be"):
     value_error.value_errors(nannon_ckpt, sources=["replays"])
 

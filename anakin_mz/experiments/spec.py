@@ -262,7 +262,7 @@ def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
     "opponent": ev.get("opponent"),
     "agent": str(ev.get("agent", "search")),
     "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
-    **({} if ev.get("model") is None else {"model": str(ev["model"])}),
+    **({} if ev.get("model") is None else {"model": ev["model"]}),
   }
 
 
@@ -317,8 +317,7 @@ def run(
       for r in records_lib.read(path)
       if r.experiment == spec.name
     }
-  model = spec.evaluation.get("model")
-  model = None if model is None else str(model)
+  model = spec.evaluation.get("model")  # a label `load` checked
   new = []
   for variant, seed in pairs:
     if (variant.name, seed, model) in done:

@@ -73,8 +73,9 @@ def compare(network_values: np.ndarray, exact_values: np.ndarray) -> ValueAccura
   )
 
 
-def _exact(env: envs.Env, observations: np.ndarray) -> np.ndarray:
-  """`[M]` exact values `2 w - 1` of decision observations `[M, *obs]`."""
+def _exact(env: envs.Env, observations: np.ndarray, win: np.ndarray) -> np.ndarray:
+  """`[M]` exact values `2 w - 1` of decision observations `[M, *obs]`,
+  `win` the game's `nannon_solver.decision_values`."""
   p = env.params
   decode = jax.jit(
     jax.vmap(
@@ -84,8 +85,7 @@ def _exact(env: envs.Env, observations: np.ndarray) -> np.ndarray:
   pos, roll = (np.asarray(x) for x in decode(jnp.asarray(observations)))
   if np.any(roll < 1):
     raise ValueError("an observation shows no die: not a decision node")
-  win = nannon_solver.decision_values(env)[pos, roll - 1]
-  return 2.0 * win - 1.0
+  return 2.0 * win[pos, roll - 1] - 1.0
 
 
 def _values(agent, observations: np.ndarray, batch: int = 8192) -> np.ndarray:
@@ -135,8 +135,8 @@ def replay_observations(agent, directory: str, step: Optional[int] = None) -> np
 def fresh_observations(agent, count: int, key: chex.PRNGKey) -> np.ndarray:
   """`[>= count, *obs]`: decision observations of new self-play games of
   `agent` (its search settings with root noise, its end temperature), the
-  lanes of its config; the first `env.max_game_length` steps of each lane
-  are skipped so that the games are at every stage, as in a replay."""
+  lanes of its config; the first `env.max_game_length // 4` steps of each
+  lane are skipped so that the games are at every stage, as in a replay."""
   config = agent.config
   lanes = config.train.num_envs
   warm = agent.env.max_game_length // 4
@@ -189,6 +189,7 @@ def value_errors(
   agent = restore_lib.load_agent(directory, step, expect_env="nannon")
   key = jax.random.PRNGKey(seed)
   k_pos, k_fresh = jax.random.split(key)
+  win = nannon_solver.decision_values(agent.env)  # once: 12-5-6's takes its move tables
   out: Dict[str, object] = {
     "checkpoint": directory,
     "step": agent.step,
@@ -203,7 +204,7 @@ def value_errors(
         obs = obs[np.asarray(jax.random.permutation(k_pos, len(obs)))[:samples]]
     else:
       obs = fresh_observations(agent, samples, k_fresh)
-    out[source] = dataclasses.asdict(compare(_values(agent, obs), _exact(agent.env, obs)))
+    out[source] = dataclasses.asdict(compare(_values(agent, obs), _exact(agent.env, obs, win)))
   return out
 
 
