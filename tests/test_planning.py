@@ -206,6 +206,8 @@ def test_value_error_of_a_checkpoint_on_every_source(nannon_ckpt):
   raw = value_error.uniform_observations(env, 40, jax.random.PRNGKey(3))
   typed = value_error.uniform_observations(env, 40, jax.random.key(3))
   np.testing.assert_array_equal(raw, typed)
+  with pytest.raises(ValueError, match="is a model file .* holds no replay"):
+    value_error.value_errors("nannon", samples=10, sources=["replay"])
   with pytest.raises(ValueError, match="sources must be"):
     value_error.value_errors(nannon_ckpt, sources=["replays"])
 

@@ -31,6 +31,7 @@ from envs import nannon_solver
 from anakin_mz import act, selfplay
 from anakin_mz.experiments import records as records_lib
 from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import export
 from anakin_mz.runtime import registry
 from anakin_mz.runtime import restore as restore_lib
 
@@ -110,6 +111,11 @@ def uniform_observations(env: envs.Env, count: int, key: chex.PRNGKey) -> np.nda
 def replay_observations(agent, directory: str, step: Optional[int] = None) -> np.ndarray:
   """`[M, *obs]`: the decision steps of the replay saved with the
   checkpoint (`directory`, `step`) of `agent`, its learner's layout."""
+  if export.resolve(directory) is not None:
+    raise ValueError(
+      f"{directory!r} is a model file (parameters only): it holds no replay; "
+      "use the sources positions and fresh, or a training checkpoint"
+    )
   learner = registry.make_learner(agent.config)
   template = learner.abstract_state().buffer
   legacy = ckpt.is_legacy_layout(agent.meta)  # the pmap run loop: a leading device axis
