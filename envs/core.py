@@ -66,6 +66,24 @@ def raw_key(key: jax.Array) -> jax.Array:
   return key
 
 
+def single_key(key: jax.Array, entry: str, env_id: str) -> jax.Array:
+  """`raw_key(key)` (uint32 `[2]`), refused unless `key` is one key: a batch
+  of keys given to `env.<entry>` of game `env_id` outside `jax.vmap` would
+  otherwise play one game (or fail deep inside a game's rules). Checked at
+  trace time, from the key's shape.
+
+  Raises:
+    ValueError: a batch of keys (or what `raw_key` refuses).
+  """
+  raw = raw_key(key)
+  if raw.shape != (2,):
+    raise ValueError(
+      f"{env_id}: env.{entry} takes one PRNG key, got a batch of keys of shape {raw.shape[:-1]}; "
+      f"for a batch of games use jax.vmap(env.{entry})"
+    )
+  return raw
+
+
 def chance_outcome(state: "State", key: jax.Array) -> jax.Array:
   """int32 `[...]`: chance outcomes drawn from `state.chance_probs` `[..., C]`,
   one key for the whole batch. The one chance sampler: self-play, matches,
@@ -331,9 +349,10 @@ class Env:
   def init(self, key: jax.Array) -> State:
     """Initial state for PRNG `key`; it may be a chance node.
 
-    Returns a `State` (unbatched; vmap over keys for a batch).
+    Returns a `State` (unbatched; `jax.vmap(env.init)(keys)` for a batch: a
+    batch of keys given here is a ValueError).
     """
-    g = self._game.init(raw_key(key))
+    g = self._game.init(single_key(key, "init", self.id))
     return self._make_state(
       g,
       rewards=jnp.zeros((self.num_players,), jnp.float32),
@@ -345,7 +364,7 @@ class Env:
     """`init`, then samples chance until a decision or terminal node."""
     # init gets split(key)[0], as it always has (the adapters' resets match
     # their library's for that key); the chance run draws from the other.
-    k_init, k_chance = jax.random.split(raw_key(key))
+    k_init, k_chance = jax.random.split(single_key(key, "reset", self.id))
     unroll = self._game.max_initial_chance_run
     g, rewards, step_count = self._sample_game_chance(
       self._game.init(k_init),
@@ -377,7 +396,16 @@ class Env:
         games the others share +1; in collaborative games all get -1;
       * an impossible chance outcome (probability 0 or out of range) ends the
         game with `illegal_action` set and zero rewards.
+
+    Raises:
+      ValueError: (at trace time) an action that is not one integer of shape
+        `()`, or a batch of keys: `jax.vmap(env.step)` plays a batch.
     """
+    if jnp.shape(action) != ():
+      raise ValueError(
+        f"{self.id}: env.step takes one action, an integer of shape (), got an action of "
+        f"shape {jnp.shape(action)}; for a batch of games use jax.vmap(env.step)"
+      )
     action = jnp.asarray(action, jnp.int32)
     g, rewards, illegal = self._apply(state, action)
     step_count = state.step_count + 1
@@ -386,7 +414,7 @@ class Env:
       # (mask, observation, ...) is built once, for the node where they stop.
       unroll = self._game.max_chance_run
       g, chance_rewards, step_count = self._sample_game_chance(
-        g, step_count, key_words(raw_key(key), 2 + unroll), ~illegal, unroll
+        g, step_count, key_words(single_key(key, "step", self.id), 2 + unroll), ~illegal, unroll
       )
       rewards = rewards + chance_rewards
     return self._finish(state, g, rewards, step_count, illegal)
@@ -400,7 +428,7 @@ class Env:
     g, rewards, step_count = self._sample_game_chance(
       state.game,
       state.step_count,
-      key_words(raw_key(key), 2 + self.chance_run),
+      key_words(single_key(key, "sample_chance", self.id), 2 + self.chance_run),
       ~state.done,
       self.chance_run,
     )

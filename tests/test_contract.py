@@ -113,6 +113,37 @@ def test_raw_key_rejects_what_is_not_a_key():
   np.testing.assert_array_equal(envs.raw_key(jax.random.key(5)), jax.random.PRNGKey(5))
 
 
+OUR_GAMES = ("nannon", "catch", "carchess", "einstein", "breakthrough")
+
+
+@pytest.mark.parametrize("name", OUR_GAMES)
+@pytest.mark.parametrize("flavour", ["key", "PRNGKey"])
+def test_a_batch_of_keys_or_actions_is_a_clear_error(name, flavour):
+  # Env checks the shapes once for every game, at trace time (nothing runs):
+  # a batch of keys or actions outside vmap is one line that says to vmap,
+  # where it gave one game (nannon, catch, breakthrough) or a broadcasting
+  # error that did not name the action. One key still plays one game.
+  env = envs.make(name)
+  keys = jax.random.split(getattr(jax.random, flavour)(0), 3)
+  state = jax.eval_shape(env.init, getattr(jax.random, flavour)(0))
+  assert state.current_player.shape == ()
+  for entry in ("init", "reset"):
+    with pytest.raises(ValueError) as e:
+      jax.eval_shape(getattr(env, entry), keys)
+    assert str(e.value) == (
+      f"{name}: env.{entry} takes one PRNG key, got a batch of keys of shape (3,); "
+      f"for a batch of games use jax.vmap(env.{entry})"
+    )
+  with pytest.raises(ValueError, match=r"env.step takes one PRNG key, .* jax.vmap\(env.step\)"):
+    jax.eval_shape(env.step, state, 0, keys)
+  with pytest.raises(ValueError) as e:
+    jax.eval_shape(env.step, state, jax.numpy.zeros((3,), jax.numpy.int32))
+  assert str(e.value) == (
+    f"{name}: env.step takes one action, an integer of shape (), got an action of shape "
+    "(3,); for a batch of games use jax.vmap(env.step)"
+  )
+
+
 def test_properties(env):
   assert env.payoff in envs.PAYOFF_KINDS
   assert env.id in envs.registered() or env.id.startswith(("pgx:", "gymnax:"))

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import TERMINAL, Env, Game, State, raw_key
+from envs.core import TERMINAL, Env, Game, State, single_key
 
 _EXTRA = {"gymnax": "gymnax", "pgx": "pgx"}
 
@@ -106,7 +106,7 @@ class HiddenChanceEnv(Env):
   def step(self, state: State, action: jax.Array, key: Optional[jax.Array] = None) -> State:
     if key is not None:
       # A done state stays bit for bit as it was (absorbing).
-      carried = jnp.where(state.done, state.game.key, raw_key(key))
+      carried = jnp.where(state.done, state.game.key, single_key(key, "step", self.id))
       state = state.replace(game=state.game.replace(key=carried))
     return super().step(state, action)
 
