@@ -63,6 +63,19 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
   assert ckpt.steps(result.checkpoint_dir) == expected
 
 
+def test_an_update_budget_between_two_steps_says_where_the_run_stops(tmp_path, capsys):
+  # --updates 2 runs one whole step (4 updates here): the run says so first.
+  result = run.train(tiny(), logdir=str(tmp_path), max_updates=2, progress=False)
+  assert result.saved_step == UPDATES_PER_STEP
+  notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+  assert notes == [
+    f"note: each step makes {UPDATES_PER_STEP} updates (a self-play chunk, then its gradient "
+    f"updates), so the run stops at update {UPDATES_PER_STEP}, not 2"
+  ]
+  assert run.final_update(0, 8, 4) == 8 and run.final_update(4, 9, 4) == 12
+  assert run.final_update(12, 8, 4) == 12  # already there: no step
+
+
 def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
   """`run.train` keeps the steps it compiled (`run._STEPS`): a run of an
   equal config makes the same run without tracing its step again, and so

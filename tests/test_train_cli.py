@@ -42,6 +42,11 @@ def _run(*args, cwd=None, timeout=300):
     (["--env=catch", "--minutes=-.5"], "--minutes must be > 0"),
     (["--env=catch", "--devices=0"], "--devices must be 'auto' or an integer >= 1"),
     (["--env=catch", "--devices=many"], "--devices must be 'auto' or an integer >= 1"),
+    (
+      ["--env=catch", "--resume", "--logdir=/nonexistent/runs/ctach"],
+      "error: --resume: no checkpoint in '/nonexistent/runs/ctach/checkpoints' to continue "
+      "(is --logdir right?); --resume-if-present starts a new run where there is none",
+    ),
   ],
 )
 def test_bad_input_is_a_clear_error(args, message):
@@ -74,6 +79,14 @@ def test_an_adapted_game_trains_from_its_kinds_config(tmp_path):
   config = ckpt.load_metadata(directory)["config"]
   assert config["env"]["name"] == "pgx-tic_tac_toe" and config["network"]["kind"] == "conv"
   assert config["search"]["dirichlet_legal_only"] is True  # the two-player base's
+
+
+def test_resume_if_present_starts_a_new_run_where_there_is_none(tmp_path):
+  logdir = tmp_path / "run"
+  common = ["--env=catch", f"--logdir={logdir}", "--no-progress", "--devices=1", *tiny.TINY]
+  out = _run(*common, "--updates=4", "--resume-if-present")
+  assert out.returncode == 0, out.stdout + out.stderr
+  assert ckpt.steps(str(logdir / "checkpoints")) == (4,)
 
 
 @pytest.mark.slow  # a compilation per game: minutes on a 2-core CPU
@@ -170,6 +183,26 @@ def test_host_devices(devices, count):
   assert f"count {expected}" in out.stdout, out.stdout
   assert f"{expected} CPU device(s)" in out.stdout
   assert f"late: cannot set {expected + 1} CPU devices: JAX has already started" in out.stdout
+
+
+def test_more_devices_than_cores_says_what_it_does():
+  # --devices 3 on one usable core: three devices sharing it, said as such
+  # (the line used to end "(--devices auto: one per core)").
+  core = min(os.sched_getaffinity(0))
+  out = subprocess.run(
+    [sys.executable, "-c", HOST_DEVICES, "3"],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    cwd=ROOT,
+    env=tiny.cpu_env(),
+    preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+  )
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.splitlines()[0] == (
+    "3 CPU device(s) on 1 usable core(s) (--devices 3: more devices than usable cores, "
+    "so they share them; --devices auto, one per core, was the fastest measured)"
+  )
 
 
 def test_several_cpu_devices_run_one_thread_each_unless_the_user_says(monkeypatch):

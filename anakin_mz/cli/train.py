@@ -36,6 +36,9 @@ JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
 
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 <logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
+`--resume` where <logdir>/checkpoints holds no checkpoint (a mistyped
+--logdir) is an error; `--resume-if-present` continues where there is one
+and starts a new run where there is none.
 A non-finite loss, gradient norm or parameter stops the run with exit code 3,
 keeping the last good checkpoint and writing nothing non-finite.
 """
@@ -69,14 +72,21 @@ def main(argv=None, prog=None) -> int:
     "--updates",
     type=options.integer,
     default=None,
-    help="stop after this many updates (default train.total_updates)",
+    help="stop after this many updates (default train.total_updates), rounded up to whole "
+    "steps (the run says so)",
   )
   parser.add_argument("--minutes", type=options.real, default=None, help="wall-clock budget")
   parser.add_argument("--logdir", default=None, help="default runs/<env>")
   parser.add_argument(
     "--resume",
     action="store_true",
-    help="continue from the latest checkpoint in <logdir>/checkpoints",
+    help="continue from the latest checkpoint in <logdir>/checkpoints (an error if it holds none)",
+  )
+  parser.add_argument(
+    "--resume-if-present",
+    action="store_true",
+    help="--resume where <logdir>/checkpoints holds a checkpoint, else start a new run there "
+    "(a command that reruns itself after a preemption)",
   )
   parser.add_argument("--no-progress", action="store_true", help="no progress bar")
   parser.add_argument(
@@ -99,6 +109,16 @@ def main(argv=None, prog=None) -> int:
 
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
+  if args.resume and not args.resume_if_present:
+    from anakin_mz.runtime import checkpoint as ckpt
+
+    directory = os.path.join(_logdir(args), "checkpoints")
+    if not ckpt.steps(directory):
+      parser.error(
+        f"--resume: no checkpoint in {directory!r} to continue (is --logdir right?); "
+        "--resume-if-present starts a new run where there is none"
+      )
+  args.resume = args.resume or args.resume_if_present
   overrides = list(args.overrides)
   if args.seed is not None:
     overrides.append(f"seed={args.seed}")

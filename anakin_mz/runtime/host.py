@@ -134,6 +134,20 @@ def _one_thread_per_device() -> None:
     os.environ["XLA_FLAGS"] = f"{flags} {EIGEN_FLAG}=false".strip()
 
 
+def _cpu_note(devices: Union[str, int], count: int, cores: int) -> str:
+  """What `configure`'s line adds on CPU: why this device count."""
+  if devices == "auto":
+    return " (--devices auto: one device per core, the fastest measured; --devices N to change)"
+  if count > cores:
+    return (
+      f" (--devices {devices}: more devices than usable cores, so they share them; "
+      "--devices auto, one per core, was the fastest measured)"
+    )
+  if count < cores:
+    return f" (--devices {devices}: fewer devices than cores; --devices auto gives one per core)"
+  return f" (--devices {devices}: one per core, as --devices auto)"
+
+
 def configure(devices: Union[str, int] = "auto") -> str:
   """Sets the number of CPU devices (per process) and joins a multi-process
   run where one is set up (`initialize_distributed`); call before any JAX
@@ -168,12 +182,11 @@ def configure(devices: Union[str, int] = "auto") -> str:
   kind = local[0].platform
   if kind == "cpu":
     line = f"{len(local)} CPU device(s) on {usable_cores()} usable core(s)"
-    if devices == "auto":
-      line += " (--devices auto: one device per core, the fastest measured; --devices N to change)"
-    else:
-      line += " (--devices auto: one per core)"
+    line += _cpu_note(devices, len(local), usable_cores())
   else:
     line = f"{len(local)} {kind.upper()} device(s): {local[0].device_kind}"
+    if devices != "auto":
+      line += f" (--devices {devices} sets the CPU devices only: it does not apply here)"
   if process is not None:
     line += f"; {process}, {jax.device_count()} devices in all"
   return line

@@ -269,6 +269,16 @@ def _config_diff(a: Dict[str, object], b: Dict[str, object], prefix=""):
   return diffs
 
 
+def final_update(start: int, target: int, per_step: int) -> int:
+  """The update count a run from update `start` stops at for a budget of
+  `target` updates: each Anakin step makes `per_step` of them (the
+  learner's `updates_per_chunk`), and the run steps until it reaches the
+  target, so a target between two steps is passed by up to `per_step - 1`."""
+  if start >= target:
+    return start
+  return start + -(-(target - start) // per_step) * per_step
+
+
 def train(
   config: Config,
   *,
@@ -356,6 +366,14 @@ def train(
     meta.update(num_devices=num_devices, state_layout=ckpt.STATE_LAYOUT)
     ckpt.save(checkpoint_dir, step, state, meta)
     saved_step = step
+
+  last = final_update(current_step(), target, getattr(learner, "updates_per_chunk", 1))
+  if last != target and last > current_step() and lead:
+    print(
+      f"note: each step makes {learner.updates_per_chunk} updates (a self-play chunk, "
+      f"then its gradient updates), so the run stops at update {last}, not {target}",
+      flush=True,
+    )
 
   bar = None
   if progress and lead:
