@@ -108,7 +108,21 @@ def test_corrupt_step_is_a_clear_error(tmp_path, catch_ckpt):
         with open(os.path.join(root, f), "wb") as fh:
           fh.write(b"garbage")
   err = _error(directory)
-  assert directory in err and ("corrupt" in err or "unreadable" in err)
+  # One line that names the step, not TensorStore's spec (12 lines of it).
+  assert err.startswith(f"checkpoint {directory!r} step 3 is unreadable: corrupt or incomplete")
+  assert "\n" not in err and "tensorstore_spec" not in err and len(err) < 400, err
+
+
+def test_a_runs_logdir_stands_for_its_checkpoints(catch_ckpt):
+  # `--checkpoint runs/catch` said "no checkpoints found": every reader
+  # locates <logdir>/checkpoints (checkpoint.locate), so every tool takes it.
+  from anakin_mz.runtime import restore as agent_lib
+
+  logdir = os.path.dirname(catch_ckpt)
+  assert ckpt.locate(logdir) == catch_ckpt and ckpt.steps(logdir) == (3,)
+  assert ckpt.load_metadata(logdir)["step"] == 3
+  agent = agent_lib.load_agent(logdir, expect_env="catch")
+  assert agent.directory == catch_ckpt and agent.step == 3
 
 
 def test_opponent_specs():
@@ -284,6 +298,39 @@ def test_a_bot_against_a_bot():
   assert "agent       optimal" in report.format_report(r)
 
 
+def test_tournament_names_players_by_model_file_shipped_name_or_run(nannon_ckpt, tmp_path):
+  # Model files and shipped names were named after the current directory,
+  # and two model files of one directory refused as "a player appears twice".
+  from anakin_mz.eval import tournament
+  from anakin_mz.runtime import export
+  from anakin_mz.runtime import restore as agent_lib
+
+  agent = agent_lib.load_agent(nannon_ckpt)
+  models = tmp_path / "models"
+  for path in (models / "a.msgpack", models / "b.msgpack", tmp_path / "other" / "a.msgpack"):
+    export.write(str(path), agent.config, agent.params, 6, "nannon", agent.env.version)
+
+  def players(*specs):
+    return [p for s in specs for p in tournament.checkpoint_players(s, None, None, None, False)]
+
+  logdir = os.path.dirname(nannon_ckpt)
+  run = os.path.basename(logdir)
+  found = players(str(models / "a.msgpack"), str(models / "b.msgpack"), "nannon", logdir)
+  tournament.name_apart(found)
+  shipped_step = export.read(export.shipped_path("nannon")).step
+  assert [p.name for p in found] == ["a@6", "b@6", f"nannon@{shipped_step}", f"{run}@6"]
+  # Two files of one stem: named by their paths; one checkpoint twice (a
+  # run's logdir and its checkpoints): refused.
+  same_stem = players(str(models / "a.msgpack"), str(tmp_path / "other" / "a.msgpack"))
+  tournament.name_apart(same_stem)
+  assert [p.name for p in same_stem] == [
+    f"{models / 'a.msgpack'}@6",
+    f"{tmp_path / 'other' / 'a.msgpack'}@6",
+  ]
+  with pytest.raises(ValueError, match=rf"a player appears twice: {run}@6 \("):
+    tournament.name_apart(players(logdir, nannon_ckpt))
+
+
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_tournament(nannon_ckpt, tmp_path):
   from anakin_mz.eval import tournament
@@ -370,6 +417,19 @@ def test_show_search(nannon_ckpt):
   assert "[0] choice P" in out and "real: decision" in out
   doc = xml.dom.minidom.parseString(svg)
   assert len(doc.getElementsByTagName("rect")) == out.count("-> [") + 1
+
+
+def test_show_search_refuses_a_negative_depth(capsys):
+  # It said "max() arg is an empty sequence" after a search.
+  from anakin_mz.cli import show_search
+
+  with pytest.raises(SystemExit) as e:
+    show_search.main(["--checkpoint", "nannon", "--depth", "-1"], prog="anakin-mz show-search")
+  assert e.value.code == 2
+  err = capsys.readouterr().err
+  assert err.splitlines()[-1] == (
+    "anakin-mz show-search: error: --depth must be >= 0 (0 draws the root alone), got -1"
+  )
 
 
 def test_play_reprompts_on_bad_input(catch_ckpt, capsys):

@@ -19,7 +19,11 @@ from anakin_mz.cli import options
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument("--checkpoint", required=True, help="checkpoint directory")
+  parser.add_argument(
+    "--checkpoint",
+    required=True,
+    help="checkpoint directory (<logdir>/checkpoints, or the run's <logdir>)",
+  )
   parser.add_argument(
     "--step", type=options.integer, default=None, help="saved step (default latest)"
   )

@@ -50,6 +50,7 @@ def real(text: str) -> float:
 
 
 CHECKPOINT_HELP = (
-  "a checkpoint directory (<logdir>/checkpoints), a model file (anakin-mz export), "
+  "a checkpoint directory (<logdir>/checkpoints, or the run's <logdir>), a model file "
+  "(anakin-mz export), "
   "or the name of a shipped model (nannon)"
 )

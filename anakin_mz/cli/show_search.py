@@ -38,13 +38,17 @@ def main(argv=None, prog=None) -> int:
   )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--simulations", type=int, default=None)
-  parser.add_argument("--depth", type=int, default=None, help="draw this many levels")
+  parser.add_argument(
+    "--depth", type=int, default=None, help="draw this many levels below the root (>= 0)"
+  )
   parser.add_argument("--svg", default="search_tree.svg", help="SVG output path")
   args = parser.parse_args(argv)
   if args.moves < 0:
     parser.error("--moves must be >= 0")
   if args.simulations is not None and args.simulations < 1:
     parser.error("--simulations must be >= 1")
+  if args.depth is not None and args.depth < 0:
+    parser.error(f"--depth must be >= 0 (0 draws the root alone), got {args.depth}")
   from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import search_tree
 

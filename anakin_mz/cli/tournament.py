@@ -5,12 +5,16 @@
         --checkpoint runs/b/checkpoints --bots random --games 200 --png elo.png
 
 Every pair of players meets in `--games` games (each takes each seat in half
-of them); checkpoints play the greedy search with their own search config
-(`--simulations` overrides it for all). Ratings are maximum-likelihood Elo
-with 95% intervals, anchored at `--anchor` (default: the random bot = 0 if it
-plays, else mean 0). The PNG (needs the `plot` extra) plots each run's Elo
-against its training step, with the bots as horizontal lines. Two-player
-zero-sum games only. The library behind it is `anakin_mz.eval.tournament`.
+of them). A player is named by its run's directory (`runs/a` for
+`runs/a/checkpoints`), its model file's stem or its shipped name, then
+`@STEP`; two players of one name are named by their paths instead, and the
+same checkpoint given twice is an error. Checkpoints play the greedy search
+with their own search config (`--simulations` overrides it for all).
+Ratings are maximum-likelihood Elo with 95% intervals, anchored at
+`--anchor` (default: the random bot = 0 if it plays, else mean 0). The PNG
+(needs the `plot` extra) plots each run's Elo against its training step,
+with the bots as horizontal lines. Two-player zero-sum games only. The
+library behind it is `anakin_mz.eval.tournament`.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ def main(argv=None, prog=None) -> int:
     "--checkpoint",
     action="append",
     default=[],
-    help="checkpoint directory (repeatable); its latest step unless --step",
+    help=f"{options.CHECKPOINT_HELP} (repeatable); its latest step unless --step",
   )
   parser.add_argument(
     "--step", type=int, default=None, help="the saved step each --checkpoint plays (default latest)"
@@ -36,7 +40,7 @@ def main(argv=None, prog=None) -> int:
     "--all-steps",
     action="append",
     default=[],
-    help="checkpoint directory: every saved step of it plays (repeatable)",
+    help="a checkpoint directory or a run's logdir: every saved step of it plays (repeatable)",
   )
   parser.add_argument(
     "--bots",

@@ -291,8 +291,11 @@ def show(
 
   Raises:
     ValueError: the agent's search is not the NDMZ tree (tdlambda has no
-      tree; stochastic_muzero's is mctx's, without NDMZ's node kinds).
+      tree; stochastic_muzero's is mctx's, without NDMZ's node kinds), or a
+      negative `max_depth`.
   """
+  if max_depth is not None and max_depth < 0:
+    raise ValueError(f"max_depth must be >= 0 (0 draws the root alone), got {max_depth}")
   if not agent.spec.capabilities.tree:
     trees = [n for n in registry.names() if registry.get(n).capabilities.tree]
     raise ValueError(

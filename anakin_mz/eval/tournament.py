@@ -11,6 +11,7 @@ Two-player zero-sum games only.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import time
@@ -22,6 +23,7 @@ import numpy as np
 import envs
 from anakin_mz.runtime import restore as agent_lib
 from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import export
 from anakin_mz.eval import match, opponents, stats
 
 
@@ -40,6 +42,7 @@ class Player:
   static: Tuple
   params: object
   make: Callable[[object], envs.Policy]
+  source: Optional[str] = None  # the checkpoint or model as given
 
 
 @dataclasses.dataclass
@@ -85,18 +88,58 @@ def checkpoint_players(
 
     config = agent.config
     static = ("ckpt", config.env, config.env_params, config.network, search, config.agent)
-    label = os.path.basename(os.path.normpath(os.path.dirname(os.path.abspath(directory))))
     players.append(
       Player(
-        name=f"{label}@{agent.step}",
+        name=f"{label(directory, agent.directory)}@{agent.step}",
         step=agent.step,
-        run=os.path.abspath(directory),
+        run=os.path.realpath(agent.directory),
         static=static,
         params=agent.params,
         make=make,
+        source=directory,
       )
     )
   return players
+
+
+def label(spec: str, directory: str) -> str:
+  """A checkpoint player's name (before `@step`): a shipped model's name, a
+  model file's stem, or the run's directory (`runs/a` for
+  `runs/a/checkpoints`, as for the logdir `runs/a`). `spec` is what the user
+  gave, `directory` what it restored from (`restore.Agent.directory`)."""
+  if export.resolve(spec) is not None:
+    if not os.path.exists(spec):  # a shipped model's name
+      return spec
+    return os.path.splitext(os.path.basename(os.path.normpath(spec)))[0]
+  path = os.path.normpath(os.path.abspath(directory))
+  if os.path.basename(path) == "checkpoints":
+    path = os.path.dirname(path)
+  return os.path.basename(path)
+
+
+def name_apart(players: List[Player]) -> None:
+  """Refuses a checkpoint player given twice (the same files and step, by
+  whatever path) and names distinct players that share a label (two runs'
+  directories of one name, two model files of one stem) by their paths as
+  given instead.
+
+  Raises:
+    ValueError: a player given twice.
+  """
+  seen: Dict[Tuple[str, Optional[int]], Player] = {}
+  for p in players:
+    if p.run is None:
+      continue
+    first = seen.setdefault((p.run, p.step), p)
+    if first is not p:
+      raise ValueError(
+        f"a player appears twice: {p.name} ({p.source!r} and {first.source!r} are the same "
+        f"checkpoint at step {p.step}); give each once"
+      )
+  counts = collections.Counter(p.name for p in players)
+  for p in players:
+    if p.run is not None and counts[p.name] > 1:
+      p.name = f"{os.path.normpath(p.source or p.run)}@{p.step}"
 
 
 def bot_player(spec: str, env: envs.Env, simulations: Optional[int]) -> Player:
@@ -187,6 +230,7 @@ def run_tournament(
       f"a tournament needs a two-player zero-sum game; {env_id} "
       f"is {env.payoff} with {env.num_players} player(s)"
     )
+  name_apart(players)
   for spec in bots:
     players.append(bot_player(spec, env, simulations))
   names = [p.name for p in players]
@@ -252,7 +296,7 @@ def plot_elo(fit: stats.EloFit, players: List[Player], path: str, title: str) ->
     x = [players[i].step for i in idx]
     y = fit.elo[idx]
     err = np.stack([y - fit.low[idx], fit.high[idx] - y])
-    label = os.path.basename(os.path.dirname(run)) or run
+    label = players[idx[0]].name.rsplit("@", 1)[0]
     ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=label)
   for i, p in enumerate(players):
     if p.run is None:

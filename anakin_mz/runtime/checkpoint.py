@@ -33,6 +33,7 @@ that says so.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import shutil
 import sys
@@ -83,7 +84,31 @@ def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3) -> oc
   options = ocp.CheckpointManagerOptions(
     max_to_keep=max_to_keep, create=create, enable_async_checkpointing=False
   )
-  return ocp.CheckpointManager(directory, options=options, item_names=("state", "meta"))
+  # Opening the directory, Orbax logs an absl ERROR line for each step whose
+  # own bookkeeping file (`_CHECKPOINT_METADATA`, a timestamp) does not
+  # parse, every time: noise beside the one-line CheckpointError a read of
+  # a corrupt step raises here.
+  absl = logging.getLogger("absl")
+  level = absl.level
+  absl.setLevel(logging.CRITICAL)
+  try:
+    return ocp.CheckpointManager(directory, options=options, item_names=("state", "meta"))
+  finally:
+    absl.setLevel(level)
+
+
+def _reason(e: Exception) -> str:
+  """One short line of what Orbax raised: TensorStore's errors run to
+  hundreds of characters over several lines (a chain of drivers, then the
+  JSON spec); the status code and the last clause say what is wrong."""
+  text = " ".join(str(e).split())
+  if "[tensorstore_spec" in text:
+    text = text.split(" [tensorstore_spec")[0]
+    code, _, rest = text.partition(": ")
+    text = f"{code}: {rest.rsplit(': ', 1)[-1]}" if rest else code
+  if len(text) > 200:
+    text = text[:197] + "..."
+  return f"{type(e).__name__}: {text}"
 
 
 def make_metadata(
@@ -137,14 +162,33 @@ def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
   mngr.close()
 
 
-def steps(directory: str) -> Tuple[int, ...]:
-  """The saved steps in `directory`, ascending (empty if none)."""
+def _saved_steps(directory: str) -> Tuple[int, ...]:
   if not os.path.isdir(directory):
     return ()
   return tuple(sorted(_manager(directory, create=False).all_steps()))
 
 
+def locate(directory: str) -> str:
+  """The checkpoint directory a user's path names: the path itself, or,
+  where it holds no checkpoint but its `checkpoints` sub-directory does (a
+  run's logdir, `runs/nannon` for `runs/nannon/checkpoints`), that. Every
+  reader here goes through it, so every tool that takes a checkpoint
+  accepts a logdir."""
+  inner = os.path.join(directory, "checkpoints")
+  if not _saved_steps(directory) and _saved_steps(inner):
+    return inner
+  return directory
+
+
+def steps(directory: str) -> Tuple[int, ...]:
+  """The saved steps in `directory` (or the logdir's checkpoints, `locate`),
+  ascending (empty if none)."""
+  return _saved_steps(locate(directory))
+
+
 def _resolve(directory: str, step: Optional[int]) -> int:
+  """The step of `directory` (already `locate`d) to read: `step`, or the
+  latest."""
   if not os.path.exists(directory):
     raise CheckpointError(f"checkpoint directory {directory!r} does not exist")
   if not os.path.isdir(directory):
@@ -162,14 +206,16 @@ def _resolve(directory: str, step: Optional[int]) -> int:
 
 
 def load_metadata(directory: str, step: Optional[int] = None) -> Dict[str, object]:
-  """The metadata of `step` (default: the latest) in `directory`."""
+  """The metadata of `step` (default: the latest) in `directory` (or the
+  logdir's checkpoints, `locate`)."""
+  directory = locate(directory)
   step = _resolve(directory, step)
   mngr = _manager(directory, create=False)
   try:
     out = mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
   except Exception as e:  # orbax raises many types for unreadable data
     raise CheckpointError(
-      f"checkpoint {directory!r} step {step} has unreadable metadata: {type(e).__name__}: {e}"
+      f"checkpoint {directory!r} step {step} has unreadable metadata: {_reason(e)}"
     ) from None
   finally:
     mngr.close()
@@ -209,6 +255,7 @@ def restore(
       whose structure or shapes differ from `template` (another network or
       config).
   """
+  directory = locate(directory)
   step = _resolve(directory, step)
   meta = load_metadata(directory, step)
   abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
@@ -232,6 +279,7 @@ def restore_field(
   """`restore` of one field of the saved state (`params`, `buffer`, ...)
   alone, into `template`: Orbax reads that sub-tree only. Raises as
   `restore`."""
+  directory = locate(directory)
   step = _resolve(directory, step)
   meta = load_metadata(directory, step)
   abstract = {field: jax.tree.map(ocp.utils.to_shape_dtype_struct, template)}
@@ -251,8 +299,8 @@ def _read(directory: str, step: int, args):
     return mngr.restore(step, args=ocp.args.Composite(state=args))["state"]
   except Exception as e:
     raise CheckpointError(
-      f"checkpoint {directory!r} step {step} does not fit this network/config "
-      f"or is corrupt: {type(e).__name__}: {str(e)[:500]}"
+      f"checkpoint {directory!r} step {step} is unreadable: corrupt or incomplete, or it "
+      f"does not fit this network/config ({_reason(e)})"
     ) from None
   finally:
     mngr.close()
@@ -299,6 +347,7 @@ def restore_latest_readable(
     CheckpointError: no step reads back (each one's reason), or a missing
       directory.
   """
+  directory = locate(directory)
   available = steps(directory)
   if not available:
     _resolve(directory, None)  # the error for a missing or empty directory

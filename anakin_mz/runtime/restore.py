@@ -64,7 +64,8 @@ def load_agent(
   directory: str, step: Optional[int] = None, expect_env: Optional[str] = None
 ) -> Agent:
   """Restores the params and config saved at `step` (default: latest) in
-  checkpoint `directory`, on one device (evaluation runs there, whatever the
+  checkpoint `directory` (or a run's logdir, whose `checkpoints` it reads:
+  `checkpoint.locate`), on one device (evaluation runs there, whatever the
   training ran on); or, where `directory` is a model file or the name of a
   shipped model (`export.resolve`), the params and config it holds (`step`
   must then be None or its step).
@@ -77,6 +78,7 @@ def load_agent(
   model_file = export.resolve(directory)
   if model_file is not None:
     return _load_model_file(model_file, step, expect_env)
+  directory = ckpt.locate(directory)  # a run's logdir: its checkpoints
   meta = ckpt.load_metadata(directory, step)
   try:
     config = config_lib.from_saved(meta["config"])  # type: ignore[arg-type]
