@@ -261,6 +261,45 @@ def test_final_move_expectimax_hand_built():
   np.testing.assert_allclose(np.asarray(q), [[0.3, 0.5]], rtol=1e-6)
 
 
+@pytest.mark.parametrize("discount", [1.0, 0.5])
+def test_chance_value_expected_backs_up_the_dice_one_step_deeper(discount):
+  # The tables of test_final_move_expectimax_hand_built: two simulations
+  # expand a0's chance node and a1's terminal node once each. With
+  # chance_value "head" the chance node backs up its own value (0.3); with
+  # "expected", the chance policy's expectation of its outcomes' values
+  # (0.25 * -0.2 + 0.75 * 0.6 = 0.4 at discount 1), and the root Q of both
+  # moves is then model_1ply's with the die averaged (`model_chance`).
+  t = _lookahead_tables()
+  t = dict(t, policy=t["policy"].at[1].set(jnp.array([0.1, 0.0])))
+  q = {}
+  for chance_value in ("head", "expected"):
+    config = SearchConfig(
+      num_simulations=2,
+      dirichlet_fraction=0.0,
+      value_bounds=(-1, 1),
+      discount=discount,
+      chance_value=chance_value,
+    )
+    out = _table_search(t, jnp.ones(1, jnp.int32), jnp.ones((1, 2), bool), config, 0.0)
+    np.testing.assert_array_equal(out.search_tree.children_visits[0, 0, :2], [1, 1])
+    q[chance_value] = np.asarray(out.search_tree.qvalues(jnp.zeros(1, jnp.int32)))[:, :2]
+  np.testing.assert_allclose(q["head"], [[discount * 0.3, 0.5]], rtol=1e-6)
+  want = planning.model_action_values(
+    _TableModel(), t, jnp.ones(1), num_players=2, discount=discount, expect_chance=True
+  )
+  np.testing.assert_allclose(q["expected"], np.asarray(want), rtol=1e-6)
+  np.testing.assert_allclose(
+    q["expected"][0, 0], discount * discount * (0.25 * -0.2 + 0.75 * 0.6), rtol=1e-6
+  )
+
+
+def test_chance_value_is_checked():
+  with pytest.raises(ValueError, match="chance_value must be one of"):
+    SearchConfig(chance_value="mean")
+  with pytest.raises(ValueError, match="tree 'paper' backs up the head's values"):
+    SearchConfig(tree="paper", chance_value="expected")
+
+
 def _reference_backup(tree, b, i, num_actions, num_outcomes):
   """The module's rule, recursively, on batch row b of a grown tree."""
   kind = int(tree.embeddings.kind[b, i])
@@ -308,3 +347,72 @@ def test_expectimax_backup_matches_a_recursive_reference():
       if tree.node_visits[b, i] > 0:
         want = _reference_backup(tree, b, i, 3, 4)
         np.testing.assert_allclose(got[b, i], want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_mean_backup_gives_back_mctx_node_values():
+  # backup_values with the mean at both kinds of node is MCTS's own backup:
+  # it recomputes every node value the search left, on random trees.
+  from test_search import _random_tables
+
+  from anakin_mz.search.backup import backup_values
+
+  rng = np.random.default_rng(5)
+  t = jax.tree.map(jnp.asarray, _random_tables(rng, 40, 3, 4, 2))
+  rows = jnp.arange(1, 7, dtype=jnp.int32)
+  config = SearchConfig(num_simulations=24, dirichlet_fraction=0.0, discount=0.9)
+  out = _table_search(t, rows, jnp.ones((6, 3), bool), config, 0.0, key=2)
+  tree = out.search_tree
+  got = backup_values(
+    tree, num_actions=3, num_outcomes=4, flip_opponents=True, choice="mean", chance="mean"
+  )
+  exists = np.asarray(tree.node_visits) > 0
+  assert {0, 1, 2} <= set(np.unique(np.asarray(tree.embeddings.kind)[exists]))
+  np.testing.assert_allclose(
+    np.asarray(got)[exists], np.asarray(tree.node_values)[exists], rtol=1e-5, atol=1e-6
+  )
+  with pytest.raises(ValueError, match="backup rules must be"):
+    backup_values(tree, num_actions=3, num_outcomes=4, flip_opponents=True, choice="min")
+
+
+@pytest.mark.parametrize("root", ["puct", "gumbel"])
+def test_backup_expectation_weighs_the_dice_by_probability_not_visits(root):
+  # The tables of test_model_action_values_exact with a0 the only legal
+  # move and the outcome probabilities 0.4 and 0.6: three simulations expand
+  # a0's chance node (value 0.3), then its likelier outcome (0.6 - 0 > 0.4,
+  # value 0.6), then the other (0.4 > 0.6 - 1/2, value -0.2). MCTS's mean
+  # gives a0 the mean of the three backups, (0.3 + 0.6 - 0.2) / 3; the
+  # expectation weighs the outcomes by their probabilities, 0.4 * -0.2 +
+  # 0.6 * 0.6.
+  from anakin_mz.search.backup import with_expected_chance
+
+  t = _lookahead_tables()
+  t = dict(t, chance=t["chance"].at[2].set(jnp.array([0.0, np.log(1.5)])))
+  legal = jnp.array([[True, False]])
+  kw = dict(num_simulations=3, dirichlet_fraction=0.0, value_bounds=(-1, 1))
+  kw.update(chance_mode="prior_minus_visits", root=root, max_num_considered_actions=1)
+  out = {}
+  for backup in ("mean", "expectation"):
+    final_move = "q" if root == "puct" else "visits"
+    config = SearchConfig(**kw, final_move=final_move, backup=backup)
+    out[backup] = _table_search(t, jnp.ones(1, jnp.int32), legal, config, 0.0)
+  tree = out["mean"].search_tree
+  np.testing.assert_array_equal(np.asarray(tree.children_visits[0, 0, :2]), [3, 0])
+  root_q = lambda tr: float(tr.qvalues(jnp.zeros(1, jnp.int32))[0, 0])
+  np.testing.assert_allclose(root_q(tree), (0.3 + 0.6 - 0.2) / 3, rtol=1e-6)
+  expected = with_expected_chance(tree, num_actions=2, num_outcomes=2)
+  np.testing.assert_allclose(root_q(expected), 0.4 * -0.2 + 0.6 * 0.6, rtol=1e-6)
+  # The tree and the move are the backup's choice only where it reads Q.
+  assert int(out["expectation"].action[0]) == 0
+  if root == "gumbel":
+    # One legal move: the target is all on it either way; the chance node's
+    # Q reaches the target through sigma only with two or more moves.
+    np.testing.assert_allclose(np.asarray(out["expectation"].action_weights[0]), [1.0, 0.0])
+
+
+def test_backup_is_checked():
+  with pytest.raises(ValueError, match="backup must be one of"):
+    SearchConfig(backup="max")
+  with pytest.raises(ValueError, match="does not read: use final_move=q or root=gumbel"):
+    SearchConfig(backup="expectation")
+  SearchConfig(backup="expectation", final_move="q")
+  SearchConfig(backup="expectation", root="gumbel", num_simulations=16)

@@ -15,6 +15,8 @@ _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
 _ROOTS = ("puct", "gumbel")
 FINAL_MOVES = ("visits", "q", "expectimax")
+CHANCE_VALUES = ("head", "expected")
+BACKUPS = ("mean", "expectation")
 TREES = ("ndmz", "paper")
 
 
@@ -122,6 +124,29 @@ class SearchConfig:
       is still drawn from the visits, and the policy target is the visit
       distribution either way. The Gumbel root ignores it (its move is the
       sequential-halving winner).
+    chance_value: (this project's tree) the value a newly expanded chance
+      node backs up. "head" (MuZero's rule): the value head at the node,
+      f(g(s, a)), the afterstate value. "expected": the chance policy's
+      expectation over the node's outcomes of `reward + discount * value`,
+      each outcome's child given by one more model call (`identity` argmax
+      terminal: value 0), i.e. the value one step of chance deeper, as
+      TD-Gammon's 1-ply and the real-game `--agent value` average the dice.
+      It costs `num_chance_outcomes` more model calls per simulation (batched
+      with the expansion), and the children are not added to the tree. Why:
+      on Nannon the model's afterstate values play below its values one die
+      deeper (`model_1ply` vs `model_chance`, docs/results/planning.md), and
+      a chance node's first backup is all most of them get in a small search.
+    backup: (this project's tree) the root Q the final decision reads once
+      the simulations are done. "mean": MCTS's running mean (mctx's node
+      values). "expectation": the same, except that every chance node is
+      re-backed-up as the chance policy's expectation over its expanded
+      outcomes (the rest at its own value) instead of the visit-weighted
+      mean (`backup.with_expected_chance`): a simulation that went through a
+      die value then counts by that die's probability, not by how often the
+      tree happened to draw it. The selection inside the tree is unchanged.
+      Read by the Gumbel root (its move and its completed-Q policy target)
+      and by `final_move="q"`; the other final moves do not read root Q
+      this way, so it is refused with them.
   """
 
   num_simulations: int = 50
@@ -146,6 +171,8 @@ class SearchConfig:
   discount: float = 1.0
   expectimax_depth: int = 1
   final_move: str = "visits"
+  chance_value: str = "head"
+  backup: str = "mean"
 
   def __post_init__(self):
     if not _is_int(self.num_simulations) or self.num_simulations < 1:
@@ -172,6 +199,15 @@ class SearchConfig:
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
     if self.final_move not in FINAL_MOVES:
       raise ValueError(f"final_move must be one of {FINAL_MOVES}, got {self.final_move!r}")
+    if self.chance_value not in CHANCE_VALUES:
+      raise ValueError(f"chance_value must be one of {CHANCE_VALUES}, got {self.chance_value!r}")
+    if self.backup not in BACKUPS:
+      raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
+    if self.backup != "mean" and self.root == "puct" and self.final_move != "q":
+      raise ValueError(
+        f"backup={self.backup!r} changes the root Q, which the PUCT root's "
+        f"final_move={self.final_move!r} does not read: use final_move=q or root=gumbel"
+      )
     self._check_root()
     self._check_value_bounds()
     self._check_tree()
@@ -191,6 +227,11 @@ class SearchConfig:
       raise ValueError(
         f"tree 'paper' picks its move by the visits, got final_move={self.final_move!r}: "
         "its identity nodes have no backup of their own"
+      )
+    if self.chance_value != "head":
+      raise ValueError(
+        f"tree 'paper' backs up the head's values, got chance_value={self.chance_value!r}: "
+        "its chance nodes back up nothing"
       )
     if self.max_depth is not None:
       raise ValueError(

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import mctx
 
 from anakin_mz.search.config import SearchOutput
+from anakin_mz.search.backup import with_expected_chance
 from anakin_mz.search.tree import (
   _interior_invalid,
   _mask_invalid_actions,
@@ -72,10 +73,13 @@ def _gumbel_search(
   )
 
   # The root is relative player 0: its completed Q needs no sign.
+  q_tree = tree
+  if config.backup == "expectation":
+    q_tree = with_expected_chance(tree, num_actions=num_actions, num_outcomes=num_outcomes)
   completed_q = jax.vmap(
     functools.partial(_completed_mover_q, sign=1.0, num_actions=num_actions, config=config),
     in_axes=(0, None),
-  )(tree, tree.ROOT_INDEX)
+  )(q_tree, tree.ROOT_INDEX)
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions]
   considered_visit = jnp.max(visits, axis=-1, keepdims=True)
   to_argmax = _score_considered(considered_visit, gumbel, prior, completed_q, visits)

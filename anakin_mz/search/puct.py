@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.backup import expectimax_root_q
+from anakin_mz.search.backup import expectimax_root_q, with_expected_chance
 from anakin_mz.search.config import FINAL_MOVES, PAYOFFS, SearchConfig, SearchOutput
 from anakin_mz.search.gumbel import _gumbel_search
 from anakin_mz.search.paper import run_paper_tree
@@ -172,6 +172,7 @@ def ndmz_search(
     final_move=config.final_move,
     num_outcomes=num_outcomes,
     flip_opponents=flip_opponents,
+    backup=config.backup,
   )
 
 
@@ -202,6 +203,7 @@ def search_output(
   final_move: str = "visits",
   num_outcomes: int = 1,
   flip_opponents: bool = False,
+  backup: str = "mean",
 ) -> SearchOutput:
   """A finished tree's `SearchOutput`: the move and its weights from the
   root's visits over the `A = legal.shape[-1]` actions (`select_action`),
@@ -209,14 +211,18 @@ def search_output(
   move (temperature 0) is the visited legal move of highest root Q, or of
   highest expectimax backup (`backup.expectimax_root_q` of an NDMZ tree
   with `num_outcomes` chance outcomes, `flip_opponents` in zero-sum games;
-  `SearchConfig.final_move`)."""
+  `SearchConfig.final_move`); "q" reads the root Q of `backup`
+  (`SearchConfig.backup`)."""
   num_actions = legal.shape[-1]
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(tree.node_values.dtype)
   action, action_weights = select_action(rng_key, visits, prior_logits, legal, temperature)
   if final_move in ("q", "expectimax"):
     # Root Q is the root mover's own (the tree's values are its POV).
     if final_move == "q":
-      q = tree.qvalues(jnp.full((legal.shape[0],), tree.ROOT_INDEX))[:, :num_actions]
+      q_tree = tree
+      if backup == "expectation":
+        q_tree = with_expected_chance(tree, num_actions=num_actions, num_outcomes=num_outcomes)
+      q = q_tree.qvalues(jnp.full((legal.shape[0],), tree.ROOT_INDEX))[:, :num_actions]
     else:
       q = expectimax_root_q(
         tree, num_actions=num_actions, num_outcomes=num_outcomes, flip_opponents=flip_opponents
