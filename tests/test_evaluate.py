@@ -377,6 +377,44 @@ def test_plot(tmp_path):
     plots.make_plots([str(tmp_path / "nothing")])
 
 
+def test_plot_draws_the_untrained_point_at_env_step_0(tmp_path):
+  # As the run loop logs with log_every=10 and eval_every=20: the untrained
+  # agent's evaluation at update 0, the rows (x axes) from update 10 on.
+  # Runs before the loop logged the axes at its evaluations have no axis at
+  # update 0; it was drawn at the first row's 640 env steps.
+  from anakin_mz.eval import plots
+  from anakin_mz.runtime.summary import SummaryWriter
+
+  w = SummaryWriter(str(tmp_path / "run"))
+  w.scalars(0, {"eval/vs_random_score_mean": -1.0})
+  for step in range(10, 50, 10):
+    w.scalars(step, {"train/env_steps": 64.0 * step, "train/wall_s": 30 + 3.0 * step})
+    if step % 20 == 0:
+      w.scalars(step, {"eval/vs_random_score_mean": 0.5})
+  w.close()
+  scalars = plots.load_scalars(str(tmp_path / "run"))
+  x, y, label = plots.curve(scalars, "eval/vs_random_score_mean", "env_steps")
+  np.testing.assert_allclose(x, [0, 1280, 2560])
+  np.testing.assert_allclose(y, [-1.0, 0.5, 0.5])
+  assert label == "env steps"
+  np.testing.assert_allclose(plots._x_values(scalars, np.array([0, 5, 10]), "wall"), [0, 0.5, 1])
+  assert plots.curve(scalars, "eval/vs_random_score_mean")[2] is None  # update steps
+  # The final figure of learning.md is the trained agent's: with the whole
+  # run in the window, the untrained point is still not averaged in.
+  table = plots.learning_table(["run"], [scalars], window=1.0)
+  assert "| run | 0.500 | 0.500 |" in table, table
+  # Logged as the run loop now logs it (the axes at each evaluation: 0 env
+  # steps, the compilation's wall-clock), it is not averaged in either.
+  short = dict(scalars)
+  short["train/env_steps"] = (np.array([0, 10]), np.array([0.0, 640.0]))
+  short["train/wall_s"] = (np.array([0, 10]), np.array([29.0, 30.0]))
+  short["eval/vs_random_score_mean"] = (np.array([0, 10]), np.array([-1.0, 0.5]))
+  assert plots.value_at(short, "eval/vs_random_score_mean", "wall", 0.5, window=0.1) == 0.5
+  assert plots.value_at(short, "eval/vs_random_score_mean", "env_steps", 640) == 0.5
+  # Read where no trained point lies in the window: interpolated from update 0's.
+  assert plots.value_at(short, "eval/vs_random_score_mean", "env_steps", 320, 0.1) == -0.25
+
+
 def test_learning_table_reads_every_run_at_the_same_budget():
   from anakin_mz.eval import plots
 

@@ -71,12 +71,34 @@ X_AXES = {
 
 def _x_values(scalars: Dict[str, Series], steps: np.ndarray, axis: str) -> Optional[np.ndarray]:
   """The `axis` (a key of X_AXES) at update `steps`, interpolated from its
-  tag; None where the run did not log it."""
+  tag; None where the run did not log it.
+
+  Update 0, the untrained agent the run loop evaluates before it trains, is
+  0 on either axis where the run did not log the axis there (runs before the
+  loop logged it, or ones without an untrained evaluation): the axes are
+  logged from the first logged step on, and interpolating from them alone
+  drew the untrained point at the first logged env step."""
   tag, factor, _ = X_AXES[axis]
   if tag not in scalars:
     return None
   s, v = scalars[tag]
+  if len(s) and s[0] > 0:
+    s, v = np.concatenate([[0], s]), np.concatenate([[0.0], v])
   return np.interp(steps, s, v) * factor
+
+
+def curve(
+  scalars: Dict[str, Series], tag: str, axis: Optional[str] = None
+) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
+  """(x, y, x label) of `tag` as a figure draws it: x its update steps, or
+  where `axis` (a key of X_AXES) is given and logged, that axis at them
+  (`_x_values`); the label None for the update steps."""
+  x, y = scalars[tag]
+  if axis is not None:
+    values = _x_values(scalars, x, axis)
+    if values is not None:
+      return values, y, X_AXES[axis][2]
+  return x, y, None
 
 
 def _grid(n: int):
@@ -129,15 +151,10 @@ def _overlay(all_scalars, runs, pattern, path, xlabel, written, x_axis=None, log
     for run, scalars in zip(runs, all_scalars):
       if tag not in scalars:
         continue
-      x, y = scalars[tag]
+      x, y, xlab = curve(scalars, tag, x_axis)
       label = _label(run, runs)
-      xlab = xlabel
-      if x_axis is not None:
-        values = _x_values(scalars, x, x_axis)
-        if values is not None:
-          x, xlab = values, X_AXES[x_axis][2]
       ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
-      ax.set_xlabel(xlab)
+      ax.set_xlabel(xlab or xlabel)
     ax.set_title(tag, fontsize=9)
     ax.grid(alpha=0.3)
     if logy and all(np.all(s[tag][1] > 0) for s in all_scalars if tag in s):
@@ -196,8 +213,10 @@ def value_at(
   lies in [(1 - window) x, x]: a noisy curve (the self-play return of the
   episodes of one log interval) read at `x`, smoothed over the last
   `window` of the way there; where no point lies in the window (sparse
-  evaluations), interpolated linearly between its neighbours. None where the
-  run lacks the tag or the axis, or ends before `x`."""
+  evaluations), interpolated linearly between its neighbours. The untrained
+  agent's point (update 0) is never in the mean, whatever the window: on a
+  short run whose compilation is most of its wall-clock it would otherwise
+  be. None where the run lacks the tag or the axis, or ends before `x`."""
   if tag not in scalars:
     return None
   steps, values = scalars[tag]
@@ -205,7 +224,7 @@ def value_at(
   if xs is None or not len(xs) or xs.max() < x * (1 - 1e-6):
     return None
   finite = np.isfinite(values)
-  keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & finite
+  keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & finite & (steps > 0)
   if keep.any():
     return float(np.mean(values[keep]))
   # A sparse curve (periodic evaluations) with no point in the window:
