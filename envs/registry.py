@@ -1,9 +1,14 @@
-"""A validating registry of games, in the style of `gymnax.registration`."""
+"""A validating registry of games, in the style of `gymnax.registration`.
+
+Other installed packages add games through the `anakin_mz.games` entry
+points, read the first time the registry is queried (`envs.plugins`).
+"""
 
 from __future__ import annotations
 
 from typing import Dict, Mapping, Tuple, Type
 
+from envs import plugins
 from envs.core import PAYOFF_KINDS, Env, Game, ParamValue
 
 _REGISTRY: Dict[str, Type[Game]] = {}
@@ -21,10 +26,28 @@ def register(cls: Type[Game]) -> Type[Game]:
   return cls
 
 
+def _add_plugin(name: str, obj: object) -> None:
+  """Registers the game class entry point `name` loads (`envs.plugins`);
+  one its module registered already (`@envs.register`) stands."""
+  if not (isinstance(obj, type) and issubclass(obj, Game)):
+    raise ValueError(f"names {obj!r}, which is not an envs.Game subclass")
+  if obj.name != name:
+    raise ValueError(
+      f"the entry point's name must be the game's: {obj.__name__}.name is {obj.name!r}"
+    )
+  if _REGISTRY.get(name) is not obj:
+    register(obj)
+
+
+_PLUGINS = plugins.Plugins(plugins.GAMES, _add_plugin)
+
+
 def registered(adapted: bool = True) -> Tuple[str, ...]:
   """The names of all registered games, sorted. `adapted=False` leaves out
   the games wrapped from gymnax and pgx (`minatar-*`, `pgx-*`: their classes
-  set `adapted = True`), e.g. for checks that need a training config."""
+  set `adapted = True`), e.g. for checks that need a training config.
+  Plugins' games (`envs.plugins`) included."""
+  _PLUGINS.load()
   return tuple(
     sorted(n for n, c in _REGISTRY.items() if adapted or not getattr(c, "adapted", False))
   )
@@ -36,6 +59,7 @@ def default_params(name: str) -> Dict[str, ParamValue]:
 
 
 def _game_class(name: str) -> Type[Game]:
+  _PLUGINS.load()
   if not isinstance(name, str) or name not in _REGISTRY:
     raise ValueError(f"unknown env {name!r}; registered envs: {', '.join(registered())}")
   return _REGISTRY[name]

@@ -74,4 +74,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"error: unknown tool {tool!r}; tools: {', '.join(TOOLS)}", file=sys.stderr)
     return 2
   module = importlib.import_module(f"{__name__}.{TOOLS[tool]}")
-  return module.main(rest, prog=f"anakin-mz {tool}")
+  from envs.plugins import PluginError
+
+  try:
+    return module.main(rest, prog=f"anakin-mz {tool}")
+  except PluginError as e:  # another package's game or agent (docs/extending.md)
+    print(f"error: {e}", file=sys.stderr)
+    return 2

@@ -12,7 +12,9 @@ its search and its players. Nothing outside the agents' own modules and this
 one chooses by an agent's, a network's or a learner's type.
 
 The registry loads the agents (imports `anakin_mz.agents`) the first time it
-is read, so the runtime imports no agent module itself.
+is read, so the runtime imports no agent module itself; then the agents of
+other installed packages, named by their `anakin_mz.agents` entry points
+(`envs.plugins`; docs/extending.md).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import chex
 
 import envs
+from envs import plugins
 from anakin_mz import act, lookahead
 from anakin_mz.search import SearchConfig
 from anakin_mz.types import Model, Params
@@ -163,8 +166,23 @@ def register(agent: AgentSpec) -> AgentSpec:
   return agent
 
 
+def _add_plugin(name: str, obj: object) -> None:
+  """Registers the `AgentSpec` entry point `name` loads (`envs.plugins`);
+  one its module registered already stands."""
+  if not isinstance(obj, AgentSpec):
+    raise ValueError(f"names {obj!r}, which is not an anakin_mz.runtime.registry.AgentSpec")
+  if obj.name != name:
+    raise ValueError(f"the entry point's name must be the agent's: its AgentSpec is {obj.name!r}")
+  if _REGISTRY.get(name) is not obj:
+    register(obj)
+
+
+_PLUGINS = plugins.Plugins(plugins.AGENTS, _add_plugin)
+
+
 def _load() -> Dict[str, AgentSpec]:
   importlib.import_module("anakin_mz.agents")  # each of its modules registers one agent
+  _PLUGINS.load()
   return _REGISTRY
 
 
