@@ -3,6 +3,7 @@ training is run), and an adapted game trains from the generic config of its
 kind, its budget given in the overrides' number spellings."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import tiny
 
 import envs
+from anakin_mz.eval import plots
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 
@@ -87,6 +89,44 @@ def test_resume_if_present_starts_a_new_run_where_there_is_none(tmp_path):
   out = _run(*common, "--updates=4", "--resume-if-present")
   assert out.returncode == 0, out.stdout + out.stderr
   assert ckpt.steps(str(logdir / "checkpoints")) == (4,)
+
+
+def test_an_unwritable_json_is_an_error_before_training(tmp_path):
+  blocker = tmp_path / "file"
+  blocker.write_text("x")
+  out = _run("--env=catch", f"--logdir={tmp_path / 'run'}", f"--json={blocker / 't.json'}")
+  assert out.returncode == 2, out.stdout + out.stderr
+  assert f"cannot write --json '{blocker / 't.json'}': '{blocker}' is not a writable" in out.stderr
+  assert not (tmp_path / "run").exists()
+
+
+def test_evaluations_print_a_short_line_each_and_the_run_a_short_table(tmp_path):
+  # Each evaluation used to print one line of every metric (~880 characters
+  # on Nannon) and the run a JSON dump of the last (49 lines): now a short
+  # line and a table, every metric in TensorBoard and --json.
+  logdir, out_json = tmp_path / "run", tmp_path / "train.json"
+  common = ["--env=catch", f"--logdir={logdir}", "--no-progress", "--devices=1", *tiny.TINY]
+  out = _run(*common, "--updates=4", "train.eval_every=4", f"--json={out_json}")
+  assert out.returncode == 0, out.stdout + out.stderr
+  lines = out.stdout.splitlines()
+  evals = [line for line in lines if line.startswith("[eval]")]
+  assert [line.split("  ")[0] for line in evals] == ["[eval] update 0", "[eval] update 4"]
+  assert evals[0].startswith("[eval] update 0  env steps 0  wall ") and " score " in evals[0]
+  assert all(len(line) < 100 for line in evals), evals
+  table = lines[lines.index(next(x for x in lines if x.startswith("final evaluation:"))) :]
+  assert table[0].startswith("final evaluation: update 4, ")
+  assert table[1].split() == ["eval/vs_random_score_mean", table[1].split()[1]]
+  assert f"more metrics in TensorBoard ({logdir}) and {out_json})" in table[2], table
+  assert len(lines) < 15 and "{" not in out.stdout, out.stdout
+  saved = json.loads(out_json.read_text())
+  assert [e["update_step"] for e in saved["evaluations"]] == [0, 4]
+  assert saved["update_step"] == saved["saved_step"] == 4 and saved["stopped_by"] is None
+  assert {"eval/vs_random_draw_rate", "eval/vs_random_mean_length"} <= set(saved["evaluations"][1])
+  # The x axes are logged at each evaluation: the untrained one at 0 env steps.
+  scalars = plots.load_scalars(str(logdir))
+  steps, env_steps = scalars["train/env_steps"]
+  assert (steps[0], env_steps[0]) == (0, 0.0)
+  assert scalars["train/wall_s"][0][0] == 0 and scalars["train/wall_s"][1][0] > 0
 
 
 @pytest.mark.slow  # a compilation per game: minutes on a 2-core CPU

@@ -17,6 +17,10 @@ generic config of its kind) unless --config names a YAML file or another
 shipped config; `section.key=value` arguments override it, before or after
 the options. Numbers, here and in --updates and --minutes, may be written
 3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
+Each evaluation prints one short line (the score against random, the game's
+own exact scores where it has them) and the run ends with a short table of
+them; every metric goes to TensorBoard, and `--json FILE` writes every
+evaluation with all of its metrics.
 
 On CPU the run uses one JAX device per usable core (`--devices auto`, the
 fastest measured; see anakin_mz/runtime/host.py; as many as divide the run's
@@ -53,7 +57,7 @@ from typing import Optional
 import envs
 from anakin_mz import config as config_lib
 from anakin_mz.cli import options
-from anakin_mz.runtime import host, registry, scaling
+from anakin_mz.runtime import console, host, registry, scaling
 
 
 def main(argv=None, prog=None) -> int:
@@ -89,6 +93,12 @@ def main(argv=None, prog=None) -> int:
     "(a command that reruns itself after a preemption)",
   )
   parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+  parser.add_argument(
+    "--json",
+    default=None,
+    help="also write the run's evaluations here, every metric of each (the console shows a "
+    "few; TensorBoard has them all)",
+  )
   parser.add_argument(
     "--devices",
     default="auto",
@@ -140,6 +150,10 @@ def main(argv=None, prog=None) -> int:
     parser.error("--updates must be >= 1")
   if args.minutes is not None and args.minutes <= 0:
     parser.error("--minutes must be > 0")
+  if args.json:
+    parent = os.path.dirname(os.path.abspath(args.json))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+      parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
   logdir = _logdir(args)
 
   from anakin_mz.runtime import run  # after validation: errors come fast
@@ -171,8 +185,13 @@ def main(argv=None, prog=None) -> int:
   except run.NonFiniteError as e:
     print(f"error: {e}", file=sys.stderr)
     return 3
+  if args.json:
+    with open(args.json, "w", encoding="utf-8") as f:
+      json.dump(run_summary(result, logdir), f, indent=1, default=float)
   if result.evals:
-    print("latest evaluation:", json.dumps(result.evals[-1], indent=1))
+    where = f"TensorBoard ({logdir})"
+    where += f" and {args.json}" if args.json else "; --json FILE writes them too"
+    print(console.final_table(result.evals[-1], cfg.make_env(), where))
   print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
   if result.stopped_by in ("SIGINT", "SIGTERM"):
     print(
@@ -180,6 +199,23 @@ def main(argv=None, prog=None) -> int:
       f"with --resume (logdir {logdir})"
     )
   return 0
+
+
+def run_summary(result, logdir: str) -> dict:
+  """What `--json` writes of a finished `run.train` `result`: where the run
+  is, where it stopped, and every evaluation with all its metrics (the
+  untrained agent's first, where the run made it; the final one last)."""
+  last = result.history[-1] if result.history else {}
+  return {
+    "logdir": logdir,
+    "checkpoint_dir": result.checkpoint_dir,
+    "saved_step": result.saved_step,
+    "stopped_by": result.stopped_by,
+    "update_step": last.get("update_step", result.saved_step),
+    "env_steps": last.get("env_steps"),
+    "wall_s": last.get("wall_s"),
+    "evaluations": result.evals,
+  }
 
 
 def _logdir(args) -> str:

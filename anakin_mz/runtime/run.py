@@ -39,6 +39,7 @@ from anakin_mz import config as config_lib
 from anakin_mz.config import Config
 from anakin_mz.eval import dynamics, match
 from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import console
 from anakin_mz.runtime import metrics as metrics_lib
 from anakin_mz.runtime import registry
 from anakin_mz.runtime.learner import BaseLearner
@@ -397,7 +398,10 @@ def train(
   stopped_by: Optional[str] = None
 
   def run_eval(step: int, env_steps: float, wall_s: float) -> Dict[str, float]:
-    """Evaluates the current params, logs and prints one line."""
+    """Evaluates the current params, logs every metric with the x axes
+    (env steps and wall-clock at this evaluation: exact where no row is
+    logged, and 0 env steps for the untrained agent) and prints one short
+    line of the headline metrics (`console.eval_line`)."""
     nonlocal eval_key
     eval_key, k = jax.random.split(eval_key)
     # The evaluation games run on one device (params are replicated; the host
@@ -406,16 +410,10 @@ def train(
     result = evaluate(learner, params, k, tc.eval_games)
     result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
     evals.append(result)
-    writer.scalars(step, {k2: v for k2, v in result.items() if "/" in k2})
-    say(
-      f"[eval] update {step} env_steps {env_steps:.0f} "
-      f"wall {result['wall_s']:.0f}s "
-      + " ".join(
-        f"{k2.split('/', 1)[1]}={v:.3f}"
-        for k2, v in result.items()
-        if "/" in k2 and not k2.endswith(("draw_rate", "mean_length"))
-      )
-    )
+    logged = {k2: v for k2, v in result.items() if "/" in k2}
+    logged.update({summary.ENV_STEPS: env_steps, summary.WALL: wall_s})
+    writer.scalars(step, logged)
+    say(console.eval_line(result, env))
     return result
 
   signals = _StopSignals(
