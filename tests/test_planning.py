@@ -325,16 +325,22 @@ def _reference_backup(tree, b, i, num_actions, num_outcomes):
   return sign * max(mover + [sign * raw])
 
 
-def test_expectimax_backup_matches_a_recursive_reference():
+def _random_tree(seed, key):
+  """A 24-simulation search from six roots of random tables (3 actions, 4
+  outcomes, 2 players, discount 0.9): trees with choice, chance and
+  terminal nodes to back up."""
   from test_search import _random_tables
 
-  from anakin_mz.search.backup import expectimax_values
-
-  rng = np.random.default_rng(4)
-  t = jax.tree.map(jnp.asarray, _random_tables(rng, 40, 3, 4, 2))
+  t = jax.tree.map(jnp.asarray, _random_tables(np.random.default_rng(seed), 40, 3, 4, 2))
   rows = jnp.arange(1, 7, dtype=jnp.int32)
   config = SearchConfig(num_simulations=24, dirichlet_fraction=0.0, discount=0.9)
-  out = _table_search(t, rows, jnp.ones((6, 3), bool), config, 0.0, key=1)
+  return _table_search(t, rows, jnp.ones((6, 3), bool), config, 0.0, key=key)
+
+
+def test_expectimax_backup_matches_a_recursive_reference():
+  from anakin_mz.search.backup import expectimax_values
+
+  out = _random_tree(4, 1)
   tree = jax.device_get(out.search_tree)
   got = np.asarray(
     expectimax_values(out.search_tree, num_actions=3, num_outcomes=4, flip_opponents=True)
@@ -352,16 +358,9 @@ def test_expectimax_backup_matches_a_recursive_reference():
 def test_the_mean_backup_gives_back_mctx_node_values():
   # backup_values with the mean at both kinds of node is MCTS's own backup:
   # it recomputes every node value the search left, on random trees.
-  from test_search import _random_tables
-
   from anakin_mz.search.backup import backup_values
 
-  rng = np.random.default_rng(5)
-  t = jax.tree.map(jnp.asarray, _random_tables(rng, 40, 3, 4, 2))
-  rows = jnp.arange(1, 7, dtype=jnp.int32)
-  config = SearchConfig(num_simulations=24, dirichlet_fraction=0.0, discount=0.9)
-  out = _table_search(t, rows, jnp.ones((6, 3), bool), config, 0.0, key=2)
-  tree = out.search_tree
+  tree = _random_tree(5, 2).search_tree
   got = backup_values(
     tree, num_actions=3, num_outcomes=4, flip_opponents=True, choice="mean", chance="mean"
   )
