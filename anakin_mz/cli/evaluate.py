@@ -10,7 +10,9 @@
     anakin-mz evaluate --env einstein --bot expectiminimax:2 --games 2000
     anakin-mz evaluate --env breakthrough --param rows=6 --param columns=6 --bot mcts:256
 
-The params and config come from the checkpoint (latest step unless --step).
+The params and config come from the checkpoint (latest step unless --step);
+a model file's config and player (`anakin-mz export --search/--agent`) are
+the defaults, which --search, --simulations and --agent override.
 Any problem with it (a missing path or step, another game, a network that
 does not fit the arrays, a corrupt step) is an error naming the path: there is
 never a fallback to fresh weights. With --bot (and --env) a bot of the game
@@ -62,10 +64,11 @@ def main(argv=None, prog=None) -> int:
   )
   parser.add_argument(
     "--agent",
-    default="search",
-    help="search: greedy search (default); greedy: the greedy network policy; "
-    "value: the value head in a 1-ply expectimax on the real game (a diagnostic "
-    "of the value head alone)",
+    default=None,
+    help="search: greedy search; greedy: the greedy network policy; "
+    "value: the value head in an expectimax of search.expectimax_depth moves on the real "
+    "game (a diagnostic of the value head alone); default: a model file's own "
+    "(anakin-mz export --agent), else search",
   )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default=None, help="also write the results here")
@@ -116,7 +119,7 @@ def main(argv=None, prog=None) -> int:
       parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
   from anakin_mz.eval import report  # after parsing: --help stays fast
 
-  if args.agent not in report.AGENT_KINDS:  # with --bot too, though a bot ignores it
+  if args.agent is not None and args.agent not in report.AGENT_KINDS:  # a bot ignores it
     parser.error(f"--agent must be one of {report.AGENT_KINDS}, got {args.agent!r}")
 
   try:

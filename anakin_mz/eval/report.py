@@ -24,14 +24,14 @@ import envs
 import envs.bots
 from anakin_mz import config as config_lib
 from anakin_mz.eval import dynamics, match, opponents, planning
-from anakin_mz.runtime import registry
+from anakin_mz.runtime import export, registry
 from anakin_mz.runtime import restore as agent_lib
 
 # What plays for a checkpoint: its greedy search, its greedy network policy,
 # or its value head in an expectimax on the real game
 # (`AgentSpec.value_policy`, which judges the value head without the policy
-# head or the learned model).
-AGENT_KINDS = ("search", "greedy", "value")
+# head or the learned model). A model file names its default (`agent_kind`).
+AGENT_KINDS = export.AGENT_KINDS
 
 
 def scorable_policies(agent_kind: str) -> Tuple[str, ...]:
@@ -56,7 +56,7 @@ def evaluate_checkpoint(
   games: int = 1000,
   simulations: Optional[int] = None,
   seed: int = 0,
-  agent_kind: str = "search",
+  agent_kind: Optional[str] = None,
   expect_env: Optional[str] = None,
   extra: bool = True,
   extra_policies: Optional[Sequence[str]] = None,
@@ -65,8 +65,10 @@ def evaluate_checkpoint(
   search_overrides: Sequence[str] = (),
 ) -> Dict[str, object]:
   """Restores the agent in `directory` (latest step unless `step`) and
-  evaluates it (see the module doc). `search_overrides` ("key=value", keys
-  of the config's `search` section) change its search for this evaluation;
+  evaluates it (see the module doc). `agent_kind` is the player (None: the
+  agent's default, a model file's `agent_kind`, else "search").
+  `search_overrides` ("key=value", keys of the config's `search` section)
+  change its search for this evaluation;
   `simulations` is one of them, applied last. `extra` runs the game's extra
   evaluators on the greedy network policy and the search policy (one search
   per position, fixed key), and on the value player with
@@ -78,7 +80,7 @@ def evaluate_checkpoint(
   Returns a JSON-ready dict. Raises CheckpointError / ValueError with a clear
   message for any bad input.
   """
-  if agent_kind not in AGENT_KINDS:
+  if agent_kind is not None and agent_kind not in AGENT_KINDS:
     raise ValueError(f"--agent must be one of {AGENT_KINDS}, got {agent_kind!r}")
   if games < 1:
     raise ValueError(f"--games must be >= 1, got {games}")
@@ -93,6 +95,7 @@ def evaluate_checkpoint(
       )
   start = time.perf_counter()
   agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
+  agent_kind = agent.agent_kind if agent_kind is None else agent_kind
   if diagnostics and not agent.spec.capabilities.dynamics_tests:
     raise ValueError(
       f"--diagnostics tests a learned model; this checkpoint's agent "

@@ -6,12 +6,20 @@ A model file is one msgpack document (`flax.serialization`), readable with no
 training config at hand::
 
     {"format": "anakin-mz-model/1", "config": {...the run's config...},
-     "env": "nannon", "env_version": 1, "step": 26208,
+     "env": "nannon", "env_version": 1, "step": 26208, "agent_kind": "search",
      "params": {...the network's parameter tree...}}
 
-`anakin-mz export --checkpoint DIR --out FILE` writes one from a checkpoint;
-every tool that takes `--checkpoint` (evaluate, play, show-search) also takes
-a model file, or the name of a model shipped in the package (`SHIPPED`):
+The file carries the play settings that were scored: the config's `search`
+section (simulations, root, backup, expectimax depth, ...) is what every tool
+searches with, and `agent_kind` is the player `evaluate` and `play` use
+unless `--agent` says otherwise (search, greedy or value; a file without the
+key, written before it existed, plays the search).
+
+`anakin-mz export --checkpoint DIR --out FILE` writes one from a checkpoint
+(or from another model file, `--search KEY=VALUE` and `--agent KIND`
+changing those settings); every tool that takes `--checkpoint` (evaluate,
+play, show-search, tournament) also takes a model file, or the name of a
+model shipped in the package (`SHIPPED`):
 
     anakin-mz play --env nannon --checkpoint nannon
 """
@@ -39,6 +47,12 @@ SUFFIX = ".msgpack"
 # docs/results/models.md says how each was trained and scores.
 SHIPPED = ("nannon",)
 
+# The players a model file may name as its default (`agent_kind`): its greedy
+# search, its greedy network policy, or its value head in an expectimax on the
+# real game (`eval.report.AGENT_KINDS`, evaluate's and play's --agent).
+AGENT_KINDS = ("search", "greedy", "value")
+DEFAULT_AGENT_KIND = "search"
+
 
 @dataclasses.dataclass(frozen=True)
 class Model:
@@ -50,6 +64,7 @@ class Model:
     step: the update step the params were saved at.
     env_id, env_version: the game they were trained on.
     path: the file read.
+    agent_kind: the player evaluate and play use by default (`AGENT_KINDS`).
   """
 
   config: config_lib.Config
@@ -58,6 +73,7 @@ class Model:
   env_id: str
   env_version: int
   path: str
+  agent_kind: str = DEFAULT_AGENT_KIND
 
 
 def shipped_path(name: str) -> str:
@@ -83,9 +99,14 @@ def write(
   step: int,
   env_id: str,
   env_version: int,
+  agent_kind: str = DEFAULT_AGENT_KIND,
 ) -> int:
   """Writes a model file (parent directories made); returns its size in
-  bytes. Raises ValueError for params with a non-finite entry."""
+  bytes. `agent_kind` is the player evaluate and play use by default.
+  Raises ValueError for params with a non-finite entry or an unknown
+  `agent_kind`."""
+  if agent_kind not in AGENT_KINDS:
+    raise ValueError(f"agent kind must be one of {', '.join(AGENT_KINDS)}, got {agent_kind!r}")
   host = jax.tree.map(np.asarray, jax.device_get(params))
   bad = ckpt.nonfinite_leaves(host)
   if bad:
@@ -97,6 +118,7 @@ def write(
       "env": env_id,
       "env_version": int(env_version),
       "step": int(step),
+      "agent_kind": agent_kind,
       "params": serialization.to_state_dict(host),
     }
   )
@@ -141,6 +163,11 @@ def read(path: str) -> Model:
     raise ckpt.CheckpointError(
       f"model file {path!r} holds a config this code rejects: {e}"
     ) from None
+  agent_kind = doc.get("agent_kind", DEFAULT_AGENT_KIND)
+  if agent_kind not in AGENT_KINDS:
+    raise ckpt.CheckpointError(
+      f"model file {path!r} names agent kind {agent_kind!r}, not one of {', '.join(AGENT_KINDS)}"
+    )
   return Model(
     config=config,
     params=doc["params"],
@@ -148,6 +175,7 @@ def read(path: str) -> Model:
     env_id=str(doc["env"]),
     env_version=int(doc["env_version"]),
     path=path,
+    agent_kind=str(agent_kind),
   )
 
 

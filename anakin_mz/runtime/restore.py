@@ -22,7 +22,9 @@ from anakin_mz.types import Model, Params
 @dataclasses.dataclass(frozen=True, eq=False)
 class Agent:
   """A restored agent: its config, game, model (`network`) and params, and
-  its players (`AgentSpec`'s, with these params)."""
+  its players (`AgentSpec`'s, with these params). `agent_kind` is the player
+  evaluate and play use unless --agent says otherwise: a model file's own
+  (`export.Model.agent_kind`), else the search."""
 
   config: config_lib.Config
   env: envs.Env
@@ -31,6 +33,7 @@ class Agent:
   step: int
   meta: Dict[str, object]
   directory: str
+  agent_kind: str = export.DEFAULT_AGENT_KIND
 
   @property
   def spec(self) -> registry.AgentSpec:
@@ -140,4 +143,5 @@ def _load_model_file(path: str, step: Optional[int], expect_env: Optional[str]) 
     step=model.step,
     meta=meta,
     directory=path,
+    agent_kind=model.agent_kind,
   )
