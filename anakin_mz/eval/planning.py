@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import envs
 from anakin_mz.runtime import registry
 from anakin_mz.search import SearchConfig
+from anakin_mz.search.tree import expected_chance_value
 from anakin_mz.types import Model, Params
 
 PLANNING_POLICIES = ("model_1ply", "model_chance", "true_tree")
@@ -65,7 +66,6 @@ def model_action_values(
   """
   root = model.root(params, observation)
   batch, num_actions = root.policy_logits.shape
-  num_outcomes = root.chance_logits.shape[-1]
   key = jax.random.PRNGKey(0)  # a learned model's recurrent function ignores it
 
   def expand(embedding, unified):
@@ -79,14 +79,15 @@ def model_action_values(
   terminal = kind == num_players + 1
   after = jnp.where(terminal, 0.0, first.value)
   if expect_chance:
-    second = expand(
-      repeat(first.embedding, num_outcomes),
-      num_actions + jnp.tile(jnp.arange(num_outcomes), batch * num_actions),
+    expected = expected_chance_value(
+      params,
+      key,
+      first,
+      model.recurrent,
+      num_actions=num_actions,
+      num_players=num_players,
+      discount=discount,
     )
-    kind2 = jnp.argmax(second.identity_logits, axis=-1)
-    leaf = second.reward + discount * jnp.where(kind2 == num_players + 1, 0.0, second.value)
-    probs = jax.nn.softmax(first.chance_logits, axis=-1)
-    expected = jnp.sum(probs * leaf.reshape(-1, num_outcomes), axis=-1)
     after = jnp.where(kind == num_players, expected, after)
   return (first.reward + discount * after).reshape(batch, num_actions)
 

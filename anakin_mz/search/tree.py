@@ -121,15 +121,15 @@ def _recurrent(
   reward = jnp.where(below_terminal, 0.0, out.reward).astype(out.value.dtype)
   value = jnp.where(kind == _TERMINAL, 0.0, out.value).astype(out.value.dtype)
   if config.chance_value == "expected":
-    expected = _expected_chance_value(
+    expected = expected_chance_value(
       params,
       jax.random.fold_in(model_key, 1),
       out,
-      recurrent_fn=recurrent_fn,
+      recurrent_fn,
       num_actions=num_actions,
-      num_outcomes=num_outcomes,
       num_players=num_players,
-      config=config,
+      discount=config.discount,
+      terminal_nodes=config.terminal_nodes,
     )
     value = jnp.where(kind == _CHANCE, expected, value).astype(value.dtype)
   embedding = jax.tree.map(
@@ -152,23 +152,33 @@ def _recurrent(
   return step, _Node(embedding=embedding, kind=kind, player=player)
 
 
-def _expected_chance_value(
-  params, rng_key, out: ModelOutput, *, recurrent_fn, num_actions, num_outcomes, num_players, config
+def expected_chance_value(
+  params,
+  rng_key,
+  out: ModelOutput,
+  recurrent_fn,
+  *,
+  num_actions: int,
+  num_players: int,
+  discount: float,
+  terminal_nodes: bool = True,
 ):
-  """`[B]`: `SearchConfig.chance_value="expected"` for nodes `out` read as
-  chance nodes: sum over outcomes c of `chance_policy(c) * (r_c + discount *
-  v_c)`, one model call on all `B * C` children; a child the identity head
-  calls terminal (argmax, unless `terminal_nodes` is off) adds its reward
-  only. Root mover's view, as every value in the tree."""
-  batch_size = out.value.shape[0]
+  """`[B]`: nodes `out` read as chance nodes, valued one step of chance
+  deeper: sum over outcomes c of `chance_policy(c) * (r_c + discount * v_c)`,
+  one `recurrent_fn` call on all `B * C` children; a child the identity head
+  calls terminal (argmax; never with `terminal_nodes` off) adds its reward
+  only. Root mover's view, as every value of the model. The search's
+  `SearchConfig.chance_value="expected"` and the planning diagnosis's
+  `model_chance` player both read it."""
+  batch_size, num_outcomes = out.chance_logits.shape
   embedding = jax.tree.map(lambda x: jnp.repeat(x, num_outcomes, axis=0), out.embedding)
   outcomes = num_actions + jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
   kids = recurrent_fn(params, rng_key, outcomes, embedding)
   logits = kids.identity_logits
-  if not config.terminal_nodes:
+  if not terminal_nodes:
     logits = logits.at[:, num_players + 1].set(-jnp.inf)
   terminal = jnp.argmax(logits, axis=-1) == num_players + 1
-  leaf = kids.reward + config.discount * jnp.where(terminal, 0.0, kids.value)
+  leaf = kids.reward + discount * jnp.where(terminal, 0.0, kids.value)
   probs = jax.nn.softmax(out.chance_logits, axis=-1)
   return jnp.sum(probs * leaf.reshape(batch_size, num_outcomes), axis=-1)
 
