@@ -496,9 +496,9 @@ class Network:
     def step(latent, action):
       latent, reward, identity = self.dynamics(params, scale_gradient(latent, scale), action)
       policy, chance, value = predict(latent)
-      return latent, (reward, identity, policy, chance, value)
+      return latent, (reward, identity, policy, chance, value, latent)
 
-    _, (reward, identity, policy, chance, value) = jax.lax.scan(
+    _, (reward, identity, policy, chance, value, latents) = jax.lax.scan(
       step, latent, jnp.swapaxes(actions, 0, 1), unroll=self.unroll_loop
     )
     first = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], axis=1)
@@ -513,4 +513,5 @@ class Network:
       identity_logits=jnp.swapaxes(identity, 0, 1),
       policy_noop_logits=policy[..., a] if noop else None,
       chance_noop_logits=chance[..., c] if noop else None,
+      latents=jnp.swapaxes(latents, 0, 1),
     )

@@ -69,6 +69,8 @@ class UnrollOutput:
       each policy head (its logits are then `[..., A]` and this, or
       `[..., C]` and this), or None for a network without the no-op action
       (`NetworkConfig.noop_action`).
+    latents: `[B, K, *latent]` the hidden states g reached at depths 1..K
+      (the consistency term reads them), or None where an unroll has none.
   """
 
   value_logits: chex.Array
@@ -78,6 +80,7 @@ class UnrollOutput:
   identity_logits: chex.Array
   policy_noop_logits: Optional[chex.Array] = None
   chance_noop_logits: Optional[chex.Array] = None
+  latents: Optional[chex.Array] = None
 
 
 # recurrent_fn(params, rng_key, unified_action [B] int32, embedding) -> ModelOutput

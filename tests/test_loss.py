@@ -15,6 +15,7 @@ from anakin_mz import config as config_lib
 from anakin_mz import replay, value_transform
 from anakin_mz.loss import (
   LossConfig,
+  consistency_loss,
   l2_norm_squared,
   loss_terms,
   ndmz_loss,
@@ -379,6 +380,56 @@ def test_successor_value_in_the_ndmz_loss():
   bare = batch.replace(successor_observation=None)
   with pytest.raises(ValueError, match="successor_observation"):
     ndmz_loss(params, net, bare, LossConfig(successor_value_weight=1.0))
+
+
+class _LatentIsObservation:
+  """A stand-in for `Network` in the consistency term: h(o) = params["w"] * o."""
+
+  def represent(self, params, observation):
+    return params["w"] * observation
+
+
+def test_consistency_exact_numbers_masks_and_no_gradient_into_the_target():
+  # Sample 0: depth 1 a decision (read), depth 2 chance (masked). Sample 1:
+  # depth 1 a decision, depth 2 past the end (masked).
+  batch = _batch(
+    successor_observation=jnp.array([[[1.0, 0.0], [5.0, 5.0]], [[3.0, 4.0], [0.0, 0.0]]]),
+    policy_mask=jnp.array([[True, True, False], [True, True, False]]),
+  )
+  latents = jnp.array([[[1.0, 1.0], [9.0, -9.0]], [[4.0, -3.0], [7.0, 7.0]]])
+  params = {"w": jnp.float32(2.0)}
+  net = _LatentIsObservation()
+  got = consistency_loss(params, net, latents, batch)
+  # cos((1, 1), (1, 0)) = 1 / sqrt 2; cos((4, -3), (3, 4)) = 0 (h's scale is immaterial).
+  np.testing.assert_allclose(got, ((1 - 1 / np.sqrt(2)) + (1 - 0.0)) / 2, rtol=1e-6)
+  grad_w, grad_z = jax.grad(lambda p, z: consistency_loss(p, net, z, batch), argnums=(0, 1))(
+    params, latents
+  )
+  np.testing.assert_array_equal(grad_w["w"], 0.0)
+  np.testing.assert_array_equal(grad_z[:, 1], 0.0)  # masked depths get no gradient
+  assert np.abs(np.asarray(grad_z[:, 0])).sum() > 0
+
+
+def test_consistency_in_the_ndmz_loss():
+  batch = _catch_batch(8)
+  env = _catch()
+  net = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
+  params = net.init(jax.random.PRNGKey(1))
+  off, m_off = ndmz_loss(params, net, batch, LossConfig())
+  on, m_on = ndmz_loss(params, net, batch, LossConfig(consistency_weight=2.0))
+  assert "consistency" not in m_off
+  outputs = net.unroll(params, batch.observation, batch.actions)
+  assert outputs.latents.shape == (8, 3, 8)
+  term = consistency_loss(params, net, outputs.latents, batch)
+  assert 0 < float(term) <= 2 * 3
+  np.testing.assert_allclose(m_on["consistency"], term, rtol=1e-6)
+  np.testing.assert_allclose(on, off + 2.0 * term, rtol=1e-6)
+  # The latents are the ones g reached: depth 1 is g(h(o), a_0).
+  first, _, _ = net.dynamics(params, net.represent(params, batch.observation), batch.actions[:, 0])
+  np.testing.assert_allclose(outputs.latents[:, 0], first, rtol=1e-5, atol=1e-6)
+  bare = batch.replace(successor_observation=None)
+  with pytest.raises(ValueError, match="successor_observation"):
+    ndmz_loss(params, net, bare, LossConfig(consistency_weight=1.0))
 
 
 def test_the_papers_model_knobs_load_from_overrides():
