@@ -122,6 +122,9 @@ class TrainConfig:
   log_every: int = 50  # updates between TensorBoard scalars
   search_at_chance: bool = False  # old self-play path: search at chance nodes too
   reanalyse_fraction: float = 0.0  # share of each batch given fresh targets (0: off)
+  # A study: these seeds train as one program, each under <logdir>/seed<S>
+  # (`runtime.seeds`); empty: one run of the config's `seed`.
+  seeds: Tuple[int, ...] = ()
 
   def __post_init__(self):
     positive = (
@@ -168,6 +171,8 @@ class TrainConfig:
         f"{self.batch_size} rounds to 0 reanalysed samples: use 0 (off) or at "
         f"least {0.5 / self.batch_size:.3g}"
       )
+    if any(s < 0 for s in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+      raise ValueError(f"train.seeds must be distinct integers >= 0, got {list(self.seeds)}")
 
   @property
   def reanalyse_rows(self) -> int:
@@ -227,6 +232,11 @@ class Config:
       object.__setattr__(self, "agent_config", spec.section())
     if spec.check is not None:
       spec.check(self)
+    if self.train.seeds and not spec.capabilities.seed_axis:
+      raise ValueError(
+        f"agent {self.agent!r} cannot train several seeds as one program (its step does "
+        "not vmap): train each seed on its own (seed=S, no train.seeds)"
+      )
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
     if self.search.discount != self.discount:

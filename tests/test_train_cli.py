@@ -2,7 +2,6 @@
 training is run), and an adapted game trains from the generic config of its
 kind, its budget given in the overrides' number spellings."""
 
-import argparse
 import json
 import os
 import subprocess
@@ -44,6 +43,9 @@ def _run(*args, cwd=None, timeout=300):
     (["--env=catch", "--minutes=-.5"], "--minutes must be > 0"),
     (["--env=catch", "--devices=0"], "--devices must be 'auto' or an integer >= 1"),
     (["--env=catch", "--devices=many"], "--devices must be 'auto' or an integer >= 1"),
+    (["--env=catch", "--seeds", "0", "0"], "train.seeds must be distinct integers >= 0"),
+    (["--env=catch", "--seeds", "3", "-1"], "got [3, -1]"),
+    (["--env=catch", "--seed=1", "--seeds", "0", "1"], "--seed and --seeds: give one"),
     (
       ["--env=catch", "--resume", "--logdir=/nonexistent/runs/ctach"],
       "error: --resume: no checkpoint in '/nonexistent/runs/ctach/checkpoints' to continue "
@@ -144,20 +146,20 @@ def test_resume_reads_the_sizes_of_the_newest_readable_checkpoint(tmp_path):
   from anakin_mz.cli import train as train_cli
 
   logdir = tmp_path / "run"
-  args = argparse.Namespace(logdir=str(logdir), env="catch")
-  assert train_cli._saved_lanes(args) is None  # nothing saved: a fresh start
   directory = str(logdir / "checkpoints")
+  dirs = [str(tmp_path / "other"), directory]  # the first with a checkpoint (a study's seeds)
+  assert train_cli._saved_lanes(dirs) is None  # nothing saved: a fresh start
   for step, lanes in ((4, 8), (8, 12)):
     cfg = tiny.tiny_config("catch", f"train.num_envs={lanes}", f"train.batch_size={2 * lanes}")
     meta = ckpt.make_metadata(cfg.to_dict(), "catch", 1, step)
     ckpt.save(directory, step, {"x": jax.numpy.zeros(2)}, meta)
-  assert train_cli._saved_lanes(args) == 12
+  assert train_cli._saved_lanes(dirs) == 12
   # A newest step whose metadata does not read gives way to the one before,
   # as run.train's restore does.
   for f in (logdir / "checkpoints" / "8" / "meta").rglob("*"):
     if f.is_file():
       f.write_text("{ not json")
-  assert train_cli._saved_lanes(args) == 8
+  assert train_cli._saved_lanes(dirs) == 8
 
 
 @pytest.mark.slow  # two compilations: about 70 s on a 2-core CPU

@@ -8,6 +8,7 @@
     anakin-mz train --env=catch --agent=ppo ppo.num_minibatches=4
     anakin-mz train --env=nannon --config=nannon_12_5_6
     anakin-mz train --env=pgx-othello --updates 1e4
+    anakin-mz train --env=nannon --seeds 0 1 2 3 --logdir runs/study   # one program
 
 `--agent` trains another registered agent the same way (`anakin_mz/agents/`:
 alphazero, tdlambda, stochastic_muzero, ppo, ...). The config is the game's
@@ -45,6 +46,15 @@ Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 and starts a new run where there is none.
 A non-finite loss, gradient norm or parameter stops the run with exit code 3,
 keeping the last good checkpoint and writing nothing non-finite.
+
+`--seeds S ...` (or `train.seeds: [S, ...]` in the config) trains a study:
+one run per seed, all in one compiled program (the state and step with a
+leading seed axis: anakin_mz/runtime/seeds.py), each seed's run what
+`--seed S` alone makes, to float rounding. Each seed's TensorBoard scalars,
+checkpoints and `train.json` (what --json writes of a run) are under
+<logdir>/seed<S>, a run directory as any other: `evaluate` and `export`
+take it, and `--resume` continues the whole study. The lanes of each seed
+are split over the devices.
 """
 
 from __future__ import annotations
@@ -66,6 +76,13 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
+  parser.add_argument(
+    "--seeds",
+    type=int,
+    nargs="+",
+    default=None,
+    help="train these seeds as one program, each under <logdir>/seed<S> (train.seeds)",
+  )
   parser.add_argument(
     "--agent",
     default=None,
@@ -119,24 +136,37 @@ def main(argv=None, prog=None) -> int:
 
   if args.env not in envs.registered():
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
-  if args.resume and not args.resume_if_present:
-    from anakin_mz.runtime import checkpoint as ckpt
-
-    directory = os.path.join(_logdir(args), "checkpoints")
-    if not ckpt.steps(directory):
-      parser.error(
-        f"--resume: no checkpoint in {directory!r} to continue (is --logdir right?); "
-        "--resume-if-present starts a new run where there is none"
-      )
-  args.resume = args.resume or args.resume_if_present
+  if args.seed is not None and args.seeds is not None:
+    parser.error("--seed and --seeds: give one (--seeds trains a study of several seeds)")
   overrides = list(args.overrides)
   if args.seed is not None:
     overrides.append(f"seed={args.seed}")
+  if args.seeds is not None:
+    overrides.append(f"train.seeds=[{','.join(map(str, args.seeds))}]")
   if args.agent is not None:
     overrides.append(f"agent={args.agent}")
   try:
     cfg, _, _ = config_lib.load_for_env(args.env, args.config, overrides)
-    saved_lanes = _saved_lanes(args) if args.resume and args.preset is None else None
+  except ValueError as e:
+    parser.error(str(e))
+  from anakin_mz.runtime import seeds
+
+  logdir = _logdir(args)
+  checkpoint_dirs = [os.path.join(d, "checkpoints") for d in seeds.run_dirs(logdir, cfg)]
+  if args.resume and not args.resume_if_present:
+    from anakin_mz.runtime import checkpoint as ckpt
+
+    if not any(ckpt.steps(d) for d in checkpoint_dirs):
+      parser.error(
+        f"--resume: no checkpoint in {checkpoint_dirs[0]!r}"
+        f"{' or its other seeds' if len(checkpoint_dirs) > 1 else ''} to continue (is --logdir "
+        "right?); --resume-if-present starts a new run where there is none"
+      )
+  args.resume = args.resume or args.resume_if_present
+  try:
+    saved_lanes = None
+    if args.resume and args.preset is None:
+      saved_lanes = _saved_lanes(checkpoint_dirs)
     if saved_lanes is not None:
       cfg = scaling.resumed(cfg, saved_lanes)
       sizing = "the checkpoint's"
@@ -154,7 +184,6 @@ def main(argv=None, prog=None) -> int:
     parent = os.path.dirname(os.path.abspath(args.json))
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
       parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
-  logdir = _logdir(args)
 
   from anakin_mz.runtime import run  # after validation: errors come fast
 
@@ -169,30 +198,44 @@ def main(argv=None, prog=None) -> int:
     flush=True,
   )
 
+  if tc.seeds:
+    print(f"study: seeds {', '.join(map(str, tc.seeds))} in one program", flush=True)
+  budget = dict(
+    logdir=logdir,
+    resume=args.resume,
+    max_updates=args.updates,
+    max_minutes=args.minutes,
+    progress=not args.no_progress,
+    mesh=mesh,
+  )
   try:
-    result = run.train(
-      cfg,
-      logdir=logdir,
-      resume=args.resume,
-      max_updates=args.updates,
-      max_minutes=args.minutes,
-      progress=not args.no_progress,
-      mesh=mesh,
-    )
+    results = run.train_seeds(cfg, **budget) if tc.seeds else [run.train(cfg, **budget)]
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   except run.NonFiniteError as e:
     print(f"error: {e}", file=sys.stderr)
     return 3
+  run_logdirs = seeds.run_dirs(logdir, cfg)
+  summaries = [run_summary(r, d) for r, d in zip(results, run_logdirs)]
+  if tc.seeds:
+    for seed, d, summary in zip(tc.seeds, run_logdirs, summaries):
+      with open(os.path.join(d, "train.json"), "w", encoding="utf-8") as f:
+        json.dump(dict(summary, seed=seed), f, indent=1, default=float)
   if args.json:
     with open(args.json, "w", encoding="utf-8") as f:
-      json.dump(run_summary(result, logdir), f, indent=1, default=float)
-  if result.evals:
-    where = f"TensorBoard ({logdir})"
-    where += f" and {args.json}" if args.json else "; --json FILE writes them too"
-    print(console.final_table(result.evals[-1], cfg.make_env(), where))
-  print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
+      out = {str(s): x for s, x in zip(tc.seeds, summaries)} if tc.seeds else summaries[0]
+      json.dump(out, f, indent=1, default=float)
+  env = cfg.make_env()
+  for result, d, seed in zip(results, run_logdirs, tc.seeds or (None,)):
+    if seed is not None:
+      print(f"seed {seed} ({d}):")
+    if result.evals:
+      where = f"TensorBoard ({d})"
+      where += f" and {args.json}" if args.json else "; --json FILE writes them too"
+      print(console.final_table(result.evals[-1], env, where))
+    print(f"checkpoints: {result.checkpoint_dir} (last saved update {result.saved_step})")
+  result = results[0]
   if result.stopped_by in ("SIGINT", "SIGTERM"):
     print(
       f"stopped by {result.stopped_by}; to continue, run the same command "
@@ -222,15 +265,16 @@ def _logdir(args) -> str:
   return args.logdir or os.path.join("runs", args.env)
 
 
-def _saved_lanes(args) -> Optional[int]:
-  """The global lanes of the newest checkpoint `--resume` continues; None
-  when there is none (a fresh start)."""
+def _saved_lanes(directories) -> Optional[int]:
+  """The global lanes of the newest checkpoint `--resume` continues in the
+  first of `directories` (the run's, or the study's seeds') that holds one;
+  None when none does (a fresh start)."""
   from anakin_mz.runtime import checkpoint as ckpt
 
-  directory = os.path.join(_logdir(args), "checkpoints")
-  for step in reversed(ckpt.steps(directory)):  # a corrupt newest step gives way, as in run.train
-    try:
-      return int(ckpt.load_metadata(directory, step)["config"]["train"]["num_envs"])
-    except (ckpt.CheckpointError, KeyError, TypeError, ValueError):
-      continue
+  for directory in directories:
+    for step in reversed(ckpt.steps(directory)):  # a corrupt newest step gives way, as in run.train
+      try:
+        return int(ckpt.load_metadata(directory, step)["config"]["train"]["num_envs"])
+      except (ckpt.CheckpointError, KeyError, TypeError, ValueError):
+        continue
   return None

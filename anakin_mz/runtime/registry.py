@@ -58,6 +58,9 @@ class Capabilities:
     two_sided_value: it follows one value with a sign per side, which a
       zero-sum game of more than two players lacks: refused there.
     single_player: it plays single-player games only.
+    seed_axis: its learner's state and step take a leading seed axis
+      (`jax.vmap`: a pure step, no host callback), so a study of several
+      seeds (`train.seeds`) trains as one program (`runtime.seeds`).
   """
 
   learned_model: bool = False
@@ -67,6 +70,7 @@ class Capabilities:
   true_model: bool = False
   two_sided_value: bool = False
   single_player: bool = False
+  seed_axis: bool = True
 
   def supports(self, env: envs.Env) -> bool:
     """Whether an agent with these capabilities can play `env`."""

@@ -32,6 +32,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 import jax
+import numpy as np
 from jax.sharding import Mesh
 
 import envs.bots
@@ -42,6 +43,7 @@ from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import console
 from anakin_mz.runtime import metrics as metrics_lib
 from anakin_mz.runtime import registry
+from anakin_mz.runtime import seeds as seeds_lib
 from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.mesh import make_mesh
 from anakin_mz.runtime import summary
@@ -211,19 +213,27 @@ _COMPILE_SETTINGS = (
 )
 # Settings of the loop around the step (this module reads them; no learner
 # does), left out of the key so that runs differing only in when they
-# evaluate, checkpoint or log share a step.
+# evaluate, checkpoint or log, or in their seed (which draws the first
+# state, `init_run`, outside the step), share a step.
 _LOOP_ONLY = ("eval_every", "eval_games", "checkpoint_every", "log_every")
 
 
-def _step_key(learner: BaseLearner, state) -> tuple:
+def _program(learner) -> tuple:
+  """The classes and step methods that make `learner`'s program: its own,
+  and a study's learner's (`seeds.SeedAxis.learner`)."""
   cls = type(learner)
+  inner = getattr(learner, "learner", None)
+  own = (cls, getattr(cls, "step", None), getattr(cls, "local_step", None))
+  return own + (_program(inner) if inner is not None else ())
+
+
+def _step_key(learner: BaseLearner, state) -> tuple:
   leaves, tree = jax.tree.flatten(state)
   config = learner.config.to_dict()
   config["train"] = {k: v for k, v in config["train"].items() if k not in _LOOP_ONLY}
+  del config["seed"]
   return (
-    cls,
-    getattr(cls, "step", None),
-    getattr(cls, "local_step", None),
+    _program(learner),
     json.dumps(config, sort_keys=True, default=str),
     tuple(learner.mesh.devices.flat),
     tuple(learner.mesh.axis_names),
@@ -280,6 +290,39 @@ def final_update(start: int, target: int, per_step: int) -> int:
   return start + -(-(target - start) // per_step) * per_step
 
 
+@dataclasses.dataclass
+class _Run:
+  """One run's bookkeeping in the loop: `train`'s run, or one seed of
+  `train_seeds`'s study (`index`: its place on the state's seed axis; None
+  where the state has none)."""
+
+  config: Config  # its own config (a study's seed: `seeds.single`)
+  index: Optional[int]
+  logdir: str
+  checkpoint_dir: str
+  label: str = ""  # what its console lines start with ("seed S: " in a study)
+  writer: object = None
+  eval_key: object = None
+  saved_step: Optional[int] = None
+  last_eval: int = 0
+  last_ckpt: int = 0
+  last_log: int = 0
+  episodes: int = 0
+  latest_eval: str = ""
+  history: List[Dict[str, float]] = dataclasses.field(default_factory=list)
+  evals: List[Dict[str, float]] = dataclasses.field(default_factory=list)
+
+  def one(self, tree):
+    """This run's part of `tree` (host values of the state or metrics)."""
+    if self.index is None:
+      return tree
+    return jax.tree.map(lambda x: x[self.index], tree)
+
+  def at(self, values: np.ndarray) -> int:
+    """This run's entry of `values` (`[S]`, or `[1]` without a seed axis)."""
+    return int(values[self.index or 0])
+
+
 def train(
   config: Config,
   *,
@@ -303,202 +346,329 @@ def train(
 
   Raises:
     ValueError: an unwritable logdir; checkpoints present without `resume`;
-      `resume` with a checkpoint from another env or config.
+      `resume` with a checkpoint from another env or config; a study's
+      config (`train.seeds`: `train_seeds` trains it).
   """
-  try:
-    os.makedirs(logdir, exist_ok=True)
-  except OSError as e:
-    raise ValueError(f"cannot create logdir {logdir!r}: {e}") from None
-  if not os.access(logdir, os.W_OK):
-    raise ValueError(f"logdir {logdir!r} is not writable")
-  checkpoint_dir = checkpoint_dir or os.path.join(logdir, "checkpoints")
-  tc = config.train
-  target = tc.total_updates if max_updates is None else max_updates
-
-  learner = registry.make_learner(config, mesh)
-  env = learner.env
-  state = learner.init_sharded(config.seed)
-  num_devices = learner.num_devices
-  saved = ckpt.steps(checkpoint_dir)
-  if saved and not resume:
+  if config.train.seeds:
     raise ValueError(
-      f"{checkpoint_dir!r} already holds checkpoints (steps "
-      f"{list(saved)}); pass --resume to continue, or another --logdir"
+      f"the config is a study of seeds {list(config.train.seeds)} (train.seeds): "
+      "run.train_seeds trains it"
     )
-  if resume and saved:
+  loop = _Loop(config, logdir, mesh, max_updates, checkpoint_dir)
+  return loop.run(resume, max_minutes, progress, on_step, stop)[0]
 
-    def check(meta):
-      ckpt.check_compatible(meta, checkpoint_dir, env_id=env.id, env_version=env.version)
-      try:  # a config saved in an older layout compares in today's
-        saved_config = config_lib.from_saved(meta["config"]).to_dict()
-      except ValueError:
-        saved_config = meta["config"]
-      diffs = _config_diff(config.to_dict(), saved_config)
-      if diffs:
+
+def train_seeds(
+  config: Config,
+  *,
+  logdir: str,
+  resume: bool = False,
+  max_updates: Optional[int] = None,
+  max_minutes: Optional[float] = None,
+  progress: bool = True,
+  mesh: Optional[Mesh] = None,
+) -> List[RunResult]:
+  """Trains the study of `config.train.seeds`: each seed S the run `train`
+  makes of `seeds.single(config, S)`, all of them as one compiled program
+  (`seeds.SeedAxis`: the learner's state and step with a leading seed
+  axis), each with its own TensorBoard scalars, evaluations and checkpoints
+  under `<logdir>/seed<S>` (`seeds.run_dirs`), which `evaluate`, `export`
+  and a single run's `resume` read as any run's. `resume` continues every
+  seed from its own newest checkpoint (a seed without one starts afresh).
+
+  The seeds stop together on `max_minutes` or a signal; a seed that reaches
+  the update budget first keeps its state there while the others step on.
+  A non-finite value in any seed stops the study (`NonFiniteError` naming
+  the seed), as it stops a run.
+
+  Returns:
+    One `RunResult` per seed, in `train.seeds` order; its `state` is that
+    seed's alone (the learner's layout).
+
+  Raises:
+    ValueError: as `train`; a config without `train.seeds`.
+  """
+  if not config.train.seeds:
+    raise ValueError("train_seeds needs a study's config (train.seeds); run.train trains one run")
+  loop = _Loop(config, logdir, mesh, max_updates, None)
+  return loop.run(resume, max_minutes, progress, None, None)
+
+
+def _check_resumable(config: Config, env, directory: str, meta: Dict[str, object]) -> None:
+  """Raises ValueError where a checkpoint's `meta` is not `config`'s run."""
+  ckpt.check_compatible(meta, directory, env_id=env.id, env_version=env.version)
+  try:  # a config saved in an older layout compares in today's
+    saved_config = config_lib.from_saved(meta["config"]).to_dict()
+  except ValueError:
+    saved_config = meta["config"]
+  diffs = _config_diff(config.to_dict(), saved_config)
+  if diffs:
+    raise ValueError(
+      f"checkpoint {directory!r} was made with another config:\n  " + "\n  ".join(diffs)
+    )
+  ckpt.check_resumable(meta, directory)
+
+
+class _Loop:
+  """The run loop of `train` (one run) and `train_seeds` (a study): the
+  learner, the state (a study's with its seed axis) and each run's
+  bookkeeping (`_Run`); `run` steps it to the end."""
+
+  def __init__(self, config, logdir, mesh, max_updates, checkpoint_dir):
+    try:
+      os.makedirs(logdir, exist_ok=True)
+    except OSError as e:
+      raise ValueError(f"cannot create logdir {logdir!r}: {e}") from None
+    if not os.access(logdir, os.W_OK):
+      raise ValueError(f"logdir {logdir!r} is not writable")
+    tc = config.train
+    self.config = config
+    self.target = tc.total_updates if max_updates is None else max_updates
+    self.learner = registry.make_learner(config, mesh)
+    self.env = self.learner.env
+    if tc.seeds:
+      self.study = seeds_lib.SeedAxis(self.learner, tc.seeds)
+      self.runs = [
+        _Run(seeds_lib.single(config, s), i, d, os.path.join(d, "checkpoints"), f"seed {s}: ")
+        for i, (s, d) in enumerate(zip(tc.seeds, seeds_lib.run_dirs(logdir, config)))
+      ]
+      self.state = self.study.init_sharded(tc.seeds)
+    else:
+      self.study = None
+      checkpoint_dir = checkpoint_dir or os.path.join(logdir, "checkpoints")
+      self.runs = [_Run(config, None, logdir, checkpoint_dir)]
+      self.state = self.learner.init_sharded(config.seed)
+
+  def steps(self) -> np.ndarray:
+    """int `[S]` (`[1]` for one run): the update step of each run."""
+    return np.atleast_1d(np.asarray(jax.device_get(self.state.update_step)))
+
+  def state_of(self, run: _Run):
+    """`run`'s own state (the learner's layout)."""
+    return self.state if run.index is None else self.study.take(self.state, run.index)
+
+  def restore(self, resume: bool) -> bool:
+    """Resumes each run from its newest readable checkpoint; returns whether
+    any run had one. Raises ValueError for checkpoints without `resume`."""
+    saved = [ckpt.steps(run.checkpoint_dir) for run in self.runs]
+    for run, steps in zip(self.runs, saved):
+      if steps and not resume:
         raise ValueError(
-          f"checkpoint {checkpoint_dir!r} was made with another config:\n  " + "\n  ".join(diffs)
+          f"{run.checkpoint_dir!r} already holds checkpoints (steps "
+          f"{list(steps)}); pass --resume to continue, or another --logdir"
         )
-      ckpt.check_resumable(meta, checkpoint_dir)
+    if not any(saved):
+      return False
+    states = []
+    for run, steps in zip(self.runs, saved):
+      if not steps:  # a study's seed that saved nothing yet starts afresh
+        states.append(self.state_of(run))
+        continue
+      check = functools.partial(_check_resumable, run.config, self.env, run.checkpoint_dir)
+      # The saved state is global: it restores onto this run's mesh, whatever
+      # the device count it was saved on. A newest step that does not read
+      # back (a corrupt file) gives way to the newest one that does.
+      state, _ = ckpt.restore_latest_readable(
+        run.checkpoint_dir, self.learner.abstract_state(), check
+      )
+      states.append(state)
+      run.saved_step = int(state.update_step)
+    self.state = states[0] if self.study is None else self.study.stack(states)
+    return True
 
-    # The saved state is global: it restores onto this run's mesh, whatever
-    # the device count it was saved on. A newest step that does not read
-    # back (a corrupt file) gives way to the newest one that does.
-    state, _ = ckpt.restore_latest_readable(checkpoint_dir, learner.abstract_state(), check)
-
-  # Multi-process runs: every process steps and saves (its shards); process 0
-  # alone logs and shows the progress bar.
-  # The wall-clock budget (--minutes) counts compilation, as a user's clock does.
-  start = time.perf_counter()
-  step_fn = _compiled_step(learner, state)
-  lead = jax.process_index() == 0
-  writer = SummaryWriter(logdir) if lead else _NoWriter()
-  saved_step: Optional[int] = int(state.update_step) if saved else None
-
-  def current_step() -> int:
-    return int(state.update_step)
-
-  def save():
-    """Saves the current state, once per step."""
-    nonlocal saved_step
-    step = current_step()
-    if step == saved_step:
+  def save(self, run: _Run) -> None:
+    """Saves `run`'s current state, once per step."""
+    step = run.at(self.steps())
+    if step == run.saved_step:
       return
-    meta = ckpt.make_metadata(config.to_dict(), env.id, env.version, step)
-    meta.update(num_devices=num_devices, state_layout=ckpt.STATE_LAYOUT)
-    ckpt.save(checkpoint_dir, step, state, meta)
-    saved_step = step
+    meta = ckpt.make_metadata(run.config.to_dict(), self.env.id, self.env.version, step)
+    meta.update(num_devices=self.learner.num_devices, state_layout=ckpt.STATE_LAYOUT)
+    ckpt.save(run.checkpoint_dir, step, self.state_of(run), meta)
+    run.saved_step = step
 
-  last = final_update(current_step(), target, getattr(learner, "updates_per_chunk", 1))
-  if last != target and last > current_step() and lead:
-    print(
-      f"note: each step makes {learner.updates_per_chunk} updates (a self-play chunk, "
-      f"then its gradient updates), so the run stops at update {last}, not {target}",
-      flush=True,
+  def run(self, resume, max_minutes, progress, on_step, stop) -> List[RunResult]:
+    tc, env, learner, runs, target = (
+      self.config.train,
+      self.env,
+      self.learner,
+      self.runs,
+      self.target,
     )
+    self.restore(resume)
+    # Multi-process runs: every process steps and saves (its shards); process 0
+    # alone logs and shows the progress bar.
+    # The wall-clock budget (--minutes) counts compilation, as a user's clock does.
+    start = time.perf_counter()
+    step_fn = _compiled_step(self.study or learner, self.state)
+    lead = jax.process_index() == 0
+    first = self.steps()
+    for run in runs:
+      run.writer = SummaryWriter(run.logdir) if lead else _NoWriter()
+      run.eval_key = jax.random.PRNGKey(run.config.seed + 7919)
+      run.last_eval = run.last_ckpt = run.last_log = run.at(first)
 
-  bar = None
-  if progress and lead:
-    from tqdm import tqdm
+    per_step = getattr(learner, "updates_per_chunk", 1)
+    last = final_update(int(first.min()), target, per_step)
+    if last != target and last > int(first.min()) and lead:
+      print(
+        f"note: each step makes {per_step} updates (a self-play chunk, "
+        f"then its gradient updates), so the run stops at update {last}, not {target}",
+        flush=True,
+      )
 
-    bar = tqdm(total=target, initial=current_step(), unit="upd", dynamic_ncols=True, desc=env.id)
+    bar = None
+    if progress and lead:
+      from tqdm import tqdm
 
-  def say(line: str):
-    if bar is not None:
-      bar.write(line)
-    elif lead:
-      print(line, flush=True)
+      desc = env.id if self.study is None else f"{env.id} x{len(runs)} seeds"
+      bar = tqdm(total=target, initial=int(first.min()), unit="upd", dynamic_ncols=True, desc=desc)
 
-  history: List[Dict[str, float]] = []
-  evals: List[Dict[str, float]] = []
-  eval_key = jax.random.PRNGKey(config.seed + 7919)
-  last_eval = last_ckpt = last_log = current_step()
-  episodes = 0
-  latest_eval = ""
-  sims = config.search.num_simulations
-  stopped_by: Optional[str] = None
+    def say(line: str):
+      if bar is not None:
+        bar.write(line)
+      elif lead:
+        print(line, flush=True)
 
-  def run_eval(step: int, env_steps: float, wall_s: float) -> Dict[str, float]:
-    """Evaluates the current params, logs every metric with the x axes
-    (env steps and wall-clock at this evaluation: exact where no row is
-    logged, and 0 env steps for the untrained agent) and prints one short
-    line of the headline metrics (`console.eval_line`)."""
-    nonlocal eval_key
-    eval_key, k = jax.random.split(eval_key)
-    # The evaluation games run on one device (params are replicated; the host
-    # copy also works for arrays spread over several processes).
-    params = jax.device_put(jax.device_get(state.params), jax.local_devices()[0])
-    result = evaluate(learner, params, k, tc.eval_games)
-    result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
-    evals.append(result)
-    logged = {k2: v for k2, v in result.items() if "/" in k2}
-    logged.update({summary.ENV_STEPS: env_steps, summary.WALL: wall_s})
-    writer.scalars(step, logged)
-    say(console.eval_line(result, env))
-    return result
+    sims = self.config.search.num_simulations
+    stopped_by: Optional[str] = None
 
-  signals = _StopSignals(
-    lambda name: say(
-      f"{name}: stopping after this step and saving a checkpoint "
-      "(press Ctrl-C again to stop at once)"
+    def run_eval(run: _Run, step: int, env_steps: float, wall_s: float) -> Dict[str, float]:
+      """Evaluates `run`'s current params, logs every metric with the x axes
+      (env steps and wall-clock at this evaluation: exact where no row is
+      logged, and 0 env steps for the untrained agent) and prints one short
+      line of the headline metrics (`console.eval_line`)."""
+      run.eval_key, k = jax.random.split(run.eval_key)
+      # The evaluation games run on one device (params are replicated; the host
+      # copy also works for arrays spread over several processes).
+      params = run.one(jax.device_get(self.state.params))
+      params = jax.device_put(params, jax.local_devices()[0])
+      result = evaluate(learner, params, k, tc.eval_games)
+      result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
+      run.evals.append(result)
+      logged = {k2: v for k2, v in result.items() if "/" in k2}
+      logged.update({summary.ENV_STEPS: env_steps, summary.WALL: wall_s})
+      run.writer.scalars(step, logged)
+      say(run.label + console.eval_line(result, env))
+      return result
+
+    signals = _StopSignals(
+      lambda name: say(
+        f"{name}: stopping after this step and saving a checkpoint "
+        "(press Ctrl-C again to stop at once)"
+      )
     )
-  )
-  try:
-    with signals:
-      if tc.eval_every and last_eval == 0:
-        run_eval(0, 0.0, time.perf_counter() - start)  # the untrained agent
-      while current_step() < target and signals.requested is None:
-        t0 = time.perf_counter()
-        before = current_step()
-        new_state, metrics = step_fn(state)
-        metrics = jax.device_get(metrics)
-        bad = nonfinite_message(
-          metrics.nonfinite, metrics.nonfinite_update, before, saved_step, checkpoint_dir
-        )
-        if bad is not None:
-          raise NonFiniteError(bad)
-        state = new_state
-        dt = max(time.perf_counter() - t0, 1e-9)  # a coarse clock can read 0
-        step = current_step()
-        episodes += int(metrics.episodes)
-        row = metrics_lib.row(metrics, dt, sims)
-        row["env_steps"] = float(state.env_steps)
-        row["update_step"] = step
-        row["wall_s"] = time.perf_counter() - start
-        history.append(row)
-        if on_step is not None:
-          on_step(row)
-        if step - last_log >= tc.log_every or step >= target:
-          writer.scalars(step, {summary.tag(k): v for k, v in row.items()})
-          last_log = step
-        if (
-          tc.eval_every
-          and signals.requested is None
-          and (step - last_eval >= tc.eval_every or step >= target)
-        ):
-          result = run_eval(step, row["env_steps"], row["wall_s"])
-          latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
-          last_eval = step
-        if tc.checkpoint_every and step - last_ckpt >= tc.checkpoint_every:
-          save()
-          last_ckpt = step
-        writer.flush()
-        if bar is not None:
-          bar.n = min(step, target)
-          bar.set_postfix(
-            env_steps=f"{row['env_steps']:.0f}",
-            games=episodes,
-            steps_s=f"{row[summary.ENV_STEPS_PER_S]:.0f}",
-            eval=latest_eval or "-",
-            refresh=False,
-          )
-          bar.refresh()
-        # Checked after a step, so a budget spent compiling still makes one.
-        if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
-          stopped_by = "minutes"
-          break
-        if stop is not None and stop(row):
-          stopped_by = "stop"
-          break
-      stopped_by = signals.requested or stopped_by
-      if stopped_by == "minutes" and tc.eval_every and history and last_eval != current_step():
-        # The wall-clock budget ends between evaluations: score what it
-        # reached (a signal, by contrast, asks to stop soon: no evaluation).
-        run_eval(current_step(), history[-1]["env_steps"], history[-1]["wall_s"])
-      save()
-  except KeyboardInterrupt:
-    # A second Ctrl-C: `state` is still the last complete step.
-    stopped_by = "SIGINT"
-    say("interrupted: saving the last complete step")
-    save()
-  finally:
-    writer.close()
-    if bar is not None:
-      bar.close()
-  return RunResult(
-    state=state,
-    history=history,
-    evals=evals,
-    checkpoint_dir=checkpoint_dir,
-    stopped_by=stopped_by,
-    saved_step=saved_step,
-  )
+    try:
+      with signals:
+        for run in runs:
+          if tc.eval_every and run.last_eval == 0:
+            run_eval(run, 0, 0.0, time.perf_counter() - start)  # the untrained agent
+        while signals.requested is None:
+          before = self.steps()
+          active = before < target
+          if not active.any():
+            break
+          t0 = time.perf_counter()
+          new_state, metrics = step_fn(self.state)
+          metrics = jax.device_get(metrics)
+          for run in runs:
+            if active[run.index or 0]:
+              mine = run.one(metrics)
+              bad = nonfinite_message(
+                mine.nonfinite,
+                mine.nonfinite_update,
+                run.at(before),
+                run.saved_step,
+                run.checkpoint_dir,
+              )
+              if bad is not None:
+                raise NonFiniteError(run.label + bad)
+          if not active.all():  # the seeds at the budget stay there
+            new_state = self.study.keep(active, new_state, self.state)
+          self.state = new_state
+          dt = max(time.perf_counter() - t0, 1e-9)  # a coarse clock can read 0
+          steps = self.steps()
+          env_steps = np.atleast_1d(np.asarray(jax.device_get(self.state.env_steps)))
+          rows = []
+          for run in runs:
+            if not active[run.index or 0]:
+              continue
+            mine, step = run.one(metrics), run.at(steps)
+            run.episodes += int(mine.episodes)
+            row = metrics_lib.row(mine, dt, sims)
+            row["env_steps"] = float(run.at(env_steps))
+            row["update_step"] = step
+            row["wall_s"] = time.perf_counter() - start
+            run.history.append(row)
+            rows.append(row)
+            if on_step is not None:
+              on_step(row)
+            if step - run.last_log >= tc.log_every or step >= target:
+              run.writer.scalars(step, {summary.tag(k): v for k, v in row.items()})
+              run.last_log = step
+            if (
+              tc.eval_every
+              and signals.requested is None
+              and (step - run.last_eval >= tc.eval_every or step >= target)
+            ):
+              result = run_eval(run, step, row["env_steps"], row["wall_s"])
+              run.latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
+              run.last_eval = step
+            if tc.checkpoint_every and step - run.last_ckpt >= tc.checkpoint_every:
+              self.save(run)
+              run.last_ckpt = step
+            run.writer.flush()
+          if bar is not None:
+            bar.n = min(int(steps.min()), target)
+            bar.set_postfix(
+              env_steps=f"{float(env_steps.sum()):.0f}",
+              games=sum(run.episodes for run in runs),
+              steps_s=f"{sum(row[summary.ENV_STEPS_PER_S] for row in rows):.0f}",
+              eval="/".join(run.latest_eval or "-" for run in runs),
+              refresh=False,
+            )
+            bar.refresh()
+          # Checked after a step, so a budget spent compiling still makes one.
+          if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
+            stopped_by = "minutes"
+            break
+          if stop is not None and any(stop(row) for row in rows):
+            stopped_by = "stop"
+            break
+        stopped_by = signals.requested or stopped_by
+        steps = self.steps()
+        for run in runs:
+          if (
+            stopped_by == "minutes"
+            and tc.eval_every
+            and run.history
+            and run.last_eval != run.at(steps)
+          ):
+            # The wall-clock budget ends between evaluations: score what it
+            # reached (a signal, by contrast, asks to stop soon: no evaluation).
+            last_row = run.history[-1]
+            run_eval(run, run.at(steps), last_row["env_steps"], last_row["wall_s"])
+        for run in runs:
+          self.save(run)
+    except KeyboardInterrupt:
+      # A second Ctrl-C: the state is still the last complete step.
+      stopped_by = "SIGINT"
+      say("interrupted: saving the last complete step")
+      for run in runs:
+        self.save(run)
+    finally:
+      for run in runs:
+        if run.writer is not None:
+          run.writer.close()
+      if bar is not None:
+        bar.close()
+    return [
+      RunResult(
+        state=self.state_of(run),
+        history=run.history,
+        evals=run.evals,
+        checkpoint_dir=run.checkpoint_dir,
+        stopped_by=stopped_by,
+        saved_step=run.saved_step,
+      )
+      for run in runs
+    ]
