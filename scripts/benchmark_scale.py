@@ -4,6 +4,7 @@ chain of kernels that bounds it on an accelerator.
     python scripts/benchmark_scale.py --env nannon --lanes 64 256 1024 4096 --json scale.json
     taskset -c 1 python scripts/benchmark_scale.py --env nannon --lanes 64 1024
     python scripts/benchmark_scale.py --env nannon --lanes 256 512 --devices 2
+    taskset -c 0 python scripts/benchmark_scale.py --env nannon --lanes 64 --seeds 1 4 16
 
 For each number of lanes the env's config is resized (`anakin_mz.runtime.scaling.scale`:
 the batch grows with the lanes, so the updates per step and the replay
@@ -12,9 +13,13 @@ settings take turns (`--repeats` rounds), and the medians are printed as
 env transitions/s and updates/s, with the ratio to the first setting, and
 `sequential_ops`: the kernels one step runs one after another, loop bodies
 times their trip counts, from the compiled program (the latency floor on a
-GPU or TPU, where a step's time is that chain, not its work). `--json`
-writes the rows (lanes, devices, batch_size, env_steps_per_s, updates_per_s,
-step_s, iterations, sequential_ops, unknown_loops).
+GPU or TPU, where a step's time is that chain, not its work). `--seeds S
+...` times each lane count with S seeds trained in one program (a study:
+anakin_mz/runtime/seeds.py), the throughputs summed over the seeds, and
+`vs 1 seed` is the ratio to one seed at the same lanes (where `--seeds`
+holds 1). `--json` writes the rows (lanes, seeds, devices, batch_size,
+env_steps_per_s, updates_per_s, step_s, iterations, sequential_ops,
+unknown_loops).
 
 On a CPU the work bounds a step, so throughput should hardly change with the
 lanes; on an accelerator it should grow until the device is full.
@@ -39,12 +44,19 @@ def main(argv=None) -> int:
   parser.add_argument("--env", required=True, help="a registered env with a config")
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--lanes", type=int, nargs="+", required=True, help="lane counts (global)")
+  parser.add_argument(
+    "--seeds",
+    type=int,
+    nargs="+",
+    default=[1],
+    help="seeds in one program, per lane count (default 1: a single run's step)",
+  )
   parser.add_argument("--devices", default="1", help="CPU devices: N or 'auto' (default 1)")
   parser.add_argument("--repeats", type=int, default=3, help="timed steps per setting")
   parser.add_argument("--json", default=None, help="write the rows to this file")
   args = parser.parse_intermixed_args(argv)
-  if min(args.lanes) < 1 or args.repeats < 1:
-    parser.error("--lanes and --repeats must be >= 1")
+  if min(args.lanes) < 1 or min(args.seeds) < 1 or args.repeats < 1:
+    parser.error("--lanes, --seeds and --repeats must be >= 1")
 
   from anakin_mz import config as config_lib
   from anakin_mz.runtime import host, scaling
@@ -62,7 +74,11 @@ def main(argv=None) -> int:
   print(f"devices: {devices}", file=sys.stderr, flush=True)
   try:
     rows = profiling.scale_rows(
-      cfg, args.lanes, repeats=args.repeats, log=lambda s: print(s, file=sys.stderr, flush=True)
+      cfg,
+      args.lanes,
+      seeds=args.seeds,
+      repeats=args.repeats,
+      log=lambda s: print(s, file=sys.stderr, flush=True),
     )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
@@ -73,15 +89,18 @@ def main(argv=None) -> int:
     f"{args.env}: medians of {args.repeats} steps per setting, round-robin; "
     f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"
   )
+  one_seed = {r.lanes: r.env_steps_per_s for r in rows if r.seeds == 1}
   print(
-    f"{'lanes':>6} {'devices':>7} {'batch':>6} {'env steps/s':>12} {'updates/s':>10} "
-    f"{'step s':>7} {'iters':>6} {'seq ops':>8} {'vs first':>9}"
+    f"{'lanes':>6} {'seeds':>5} {'devices':>7} {'batch':>6} {'env steps/s':>12} "
+    f"{'updates/s':>10} {'step s':>7} {'iters':>6} {'seq ops':>8} {'vs first':>9} "
+    f"{'vs 1 seed':>9}"
   )
   for r in rows:
+    alone = f"{r.env_steps_per_s / one_seed[r.lanes]:8.2f}x" if r.lanes in one_seed else "-"
     print(
-      f"{r.lanes:6d} {r.devices:7d} {r.batch_size:6d} {r.env_steps_per_s:12.0f} "
+      f"{r.lanes:6d} {r.seeds:5d} {r.devices:7d} {r.batch_size:6d} {r.env_steps_per_s:12.0f} "
       f"{r.updates_per_s:10.1f} {r.step_s:7.2f} {r.iterations:6.1f} {r.sequential_ops:8d} "
-      f"{r.env_steps_per_s / base:8.2f}x"
+      f"{r.env_steps_per_s / base:8.2f}x {alone:>9}"
     )
   if args.json:
     with open(args.json, "w") as f:

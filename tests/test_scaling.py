@@ -143,6 +143,24 @@ def test_benchmark_scale_writes_rows(tmp_path):
   assert "env steps/s" in proc.stdout and "seq ops" in proc.stdout
 
 
+@pytest.mark.slow  # the study's step compiles too
+def test_benchmark_scale_sums_the_seeds_of_one_program(tmp_path):
+  out = tmp_path / "scale.json"
+  args = ["--env=catch", "--lanes", "8", "--seeds", "1", "2", "--repeats=1", f"--json={out}"]
+  proc = tiny.run_script("benchmark_scale", *args, *tiny.TINY, timeout=900)
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  rows = json.loads(out.read_text())
+  assert [(r["lanes"], r["seeds"]) for r in rows] == [(8, 1), (8, 2)]
+  assert all(r["env_steps_per_s"] > 0 and r["sequential_ops"] > 100 for r in rows)
+  assert "vs 1 seed" in proc.stdout
+
+
+def test_benchmark_scale_bad_seeds_is_a_clear_error():
+  proc = tiny.run_script("benchmark_scale", "--env=catch", "--lanes", "8", "--seeds", "0")
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert "--lanes, --seeds and --repeats must be >= 1" in proc.stderr, proc.stderr
+
+
 def test_benchmark_scale_bad_lanes_is_a_clear_error():
   # Catch's config: 32 lanes, batch 128; 3 lanes would be 12 rows, 5 lanes 20, but
   # batch 100 over 32 lanes makes 3 lanes 9.375 rows.

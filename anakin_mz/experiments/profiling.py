@@ -32,6 +32,7 @@ import numpy as np
 
 from anakin_mz import replay as replay_lib
 from anakin_mz.runtime import scaling
+from anakin_mz.runtime import seeds as seeds_lib
 from anakin_mz.runtime.anakin import Learner, TrainState
 from anakin_mz.config import Config
 from anakin_mz.selfplay import rollout
@@ -420,13 +421,16 @@ class ScaleRow:
   """One setting of `scale_rows` (JSON-ready with `dataclasses.asdict`).
 
   Attributes:
-    lanes: self-play lanes (global); devices: the mesh's devices.
+    lanes: self-play lanes (global, per seed); devices: the mesh's devices.
     batch_size: the scaled batch (`scaling.scale`).
-    env_steps_per_s, updates_per_s: medians over the timed steps.
+    env_steps_per_s, updates_per_s: medians over the timed steps, summed
+      over the seeds.
     step_s: median seconds of one Anakin step.
     iterations: rollout iterations per step (searches / lanes, measured).
     sequential_ops: kernels one step runs in sequence (`sequential_ops`).
     unknown_loops: loops in it without a known trip count.
+    seeds: the seeds trained in the one program (`runtime.seeds`; 1: a
+      single run's step).
   """
 
   lanes: int
@@ -438,60 +442,72 @@ class ScaleRow:
   iterations: float
   sequential_ops: int
   unknown_loops: int
+  seeds: int = 1
 
 
 def scale_rows(
   config: Config,
   lanes: Sequence[int],
   *,
+  seeds: Sequence[int] = (1,),
   repeats: int = 3,
   warmup: int = 2,
   log: Callable[[str], None] = lambda _: None,
 ) -> List[ScaleRow]:
   """Times one Anakin step of `config` resized to each number of `lanes`
-  (`scaling.scale`) on every device: compiled once each, warmed up, then
-  timed round-robin (one step of each setting in turn, `repeats` rounds, so
-  a change of machine load hits all settings alike); medians."""
+  (`scaling.scale`) on every device, for each number of `seeds` in one
+  program (1: the learner's own step; S > 1: `seeds.SeedAxis` over seeds
+  0..S-1): compiled once each, warmed up, then timed round-robin (one step
+  of each setting in turn, `repeats` rounds, so a change of machine load
+  hits all settings alike); medians, the throughputs summed over the
+  seeds."""
   subjects = []
   for n in lanes:
-    cfg = scaling.scale(config, n)
-    learner = Learner(cfg)
-    state = learner.init_sharded(cfg.seed)
-    t0 = time.perf_counter()
-    step = learner.jit_step.lower(state).compile()
-    log(f"{n} lanes: compiled in {time.perf_counter() - t0:.0f} s")
-    searches = []
-    for _ in range(warmup):
-      state, metrics = step(state)
-      searches.append(float(metrics.search.searches))
-    jax.block_until_ready(state)
-    subjects.append([n, cfg, learner, step, state, searches, []])
+    for num_seeds in seeds:
+      cfg = scaling.scale(config, n)
+      learner = Learner(cfg)
+      if num_seeds == 1:
+        stepper, state = learner, learner.init_sharded(cfg.seed)
+      else:
+        stepper = seeds_lib.SeedAxis(learner, tuple(range(num_seeds)))
+        state = stepper.init_sharded(stepper.seeds)
+      name = f"{n} lanes x {num_seeds} seed(s)"
+      t0 = time.perf_counter()
+      step = stepper.jit_step.lower(state).compile()
+      log(f"{name}: compiled in {time.perf_counter() - t0:.0f} s")
+      searches = []
+      for _ in range(warmup):
+        state, metrics = step(state)
+        searches.append(float(np.sum(metrics.search.searches)))
+      jax.block_until_ready(state)
+      subjects.append([(n, num_seeds), cfg, learner, step, state, searches, []])
   for r in range(repeats):
     for subject in subjects:
-      n, _, learner, step, state, searches, times = subject
+      (n, num_seeds), _, learner, step, state, searches, times = subject
       t0 = time.perf_counter()
       state, metrics = step(state)
       jax.block_until_ready(state)
       times.append(time.perf_counter() - t0)
-      searches.append(float(metrics.search.searches))
+      searches.append(float(np.sum(metrics.search.searches)))
       subject[4] = state
-      log(f"round {r + 1}: {n} lanes {times[-1]:.2f} s")
+      log(f"round {r + 1}: {n} lanes x {num_seeds} seed(s) {times[-1]:.2f} s")
   rows = []
-  for n, cfg, learner, step, _, searches, times in subjects:
+  for (n, num_seeds), cfg, learner, step, _, searches, times in subjects:
     dt = statistics.median(times)
-    iterations = statistics.median(searches) / n
+    iterations = statistics.median(searches) / (n * num_seeds)
     ops = sequential_ops(step.as_text(), outer_trips=round(iterations))
     rows.append(
       ScaleRow(
         lanes=n,
         devices=learner.num_devices,
         batch_size=cfg.train.batch_size,
-        env_steps_per_s=learner.transitions_per_chunk / dt,
-        updates_per_s=learner.updates_per_chunk / dt,
+        env_steps_per_s=num_seeds * learner.transitions_per_chunk / dt,
+        updates_per_s=num_seeds * learner.updates_per_chunk / dt,
         step_s=dt,
         iterations=iterations,
         sequential_ops=ops.total,
         unknown_loops=ops.unknown_loops,
+        seeds=num_seeds,
       )
     )
   return rows
