@@ -29,11 +29,13 @@ car there. Finally every cell holding k >= 2 cars loses them all, and the crash
 count grows by k - 1.
 
 Observation float32 `[height, width, C]`, C = lanes + 1 + (max capacity + 1)
-+ players + rounds: one plane per lane with its cars; the light plane (+1 green,
--1 red, 0 no light); one plane per spawn-counter value 0..max capacity with a 1
-at the entry cell of each lane whose counter has that value; then constant
-planes, one-hot of the player to move and one-hot of the round (all zeros once
-the game is over).
++ 1 + players + rounds: one plane per lane with its cars; the light plane (+1
+green, -1 red, 0 no light); one plane per spawn-counter value 0..max capacity
+with a 1 at the entry cell of each lane whose counter has that value; the
+toggled plane (1 at each light toggled this round: those lights are not legal
+again this round); then constant planes, one-hot of the player to move and
+one-hot of the round (all zeros once the game is over). The thesis' planes
+without the toggled one, which version 1 lacked (see `Carchess.observe`).
 """
 
 from __future__ import annotations
@@ -94,7 +96,9 @@ class Carchess(LaneBits, Game):
   """Carchess on a map from `envs/maps/` (default "tutorial")."""
 
   name = "carchess"
-  version = 1
+  # 2: the observation gained the toggled-this-round plane (23 channels on
+  # the defaults, not 22); checkpoints of version 1 are refused.
+  version = 2
   payoff = "collaborative"
   default_params = {
     "map": "tutorial",
@@ -317,8 +321,14 @@ class Carchess(LaneBits, Game):
 
   @property
   def observation_shape(self) -> Tuple[int, ...]:
-    c = self.num_lanes + 1 + self._max_cap + 1 + self.num_players + self.params["rounds"]
+    c = self._toggled_channel + 1 + self.num_players + self.params["rounds"]
     return (self.map.height, self.map.width, c)
+
+  @property
+  def _toggled_channel(self) -> int:
+    """The toggled plane's channel: after the lanes, the light plane and
+    the spawn-counter planes (the thesis' image planes keep their places)."""
+    return self.num_lanes + 1 + self._max_cap + 1
 
   @property
   def max_game_length(self) -> int:
@@ -521,6 +531,7 @@ class Carchess(LaneBits, Game):
     self._view_words = K
     self._view_pos = pos
     self._view_light = light
+    self._view_light2 = np.where(light < 32, 2 * light, 32).astype(np.uint32)
     self._view_has_light = has_light.astype(np.int32)
     self._view_entry = entry
     self._view_plus = plus
@@ -536,14 +547,15 @@ class Carchess(LaneBits, Game):
   def observation_code(self, g: CarchessState, player: jax.Array) -> jax.Array:
     """int32 `[layers, words, height * width]`: the observation as bits, bit
     `c % 29` of word `c // 29` for channel c; the light plane (channel L =
-    lanes) has a bit for green and bit 29 of its word for red. The layers > 0
-    only hold the counter bits of lanes sharing an entry cell.
+    lanes) has a bit for green and bit 29 of its word for red; the toggled
+    plane (channel `_toggled_channel`) one bit. The layers > 0 only hold the
+    counter bits of lanes sharing an entry cell.
 
     One sum over per-lane terms, so XLA computes the code once per cell in
     a reduction, not once per channel inside the loop that writes the float
     planes."""
-    L = self.num_lanes
-    cap, n, rounds = self._max_cap, self.num_players, self.params["rounds"]
+    L, T = self.num_lanes, self._toggled_channel
+    n, rounds = self.num_players, self.params["rounds"]
     # Lane planes: which lanes have a car on each cell.
     if self._bits:
       # Off-lane cells read bit 31, never set: cars never stand on a lane's
@@ -553,15 +565,30 @@ class Carchess(LaneBits, Game):
     else:
       grid = jnp.asarray(self._node_grid)  # dense fallback: [lanes, positions, cells]
       occ = jnp.any(g.cars[:, :, None] & grid, axis=1).astype(jnp.int32)
-    if self.num_lights <= 32:
-      # The red lights as one word, read at each light's cell.
+    if self.num_lights <= 16:
+      # Light k's red (bit 2k) and toggled (bit 2k + 1) in one word, read
+      # at each light's cell.
+      shift = np.arange(0, 2 * self.num_lights, 2, dtype=np.uint32)
+      both = jnp.left_shift(g.red.astype(jnp.uint32), shift) + jnp.left_shift(
+        g.toggled.astype(jnp.uint32), shift + 1
+      )
+      both = jnp.right_shift(jnp.sum(both, dtype=jnp.uint32), self._view_light2) & 3
+      both = both.astype(jnp.int32)
+      red, tog = both & 1, jnp.right_shift(both, 1)
+    elif self.num_lights <= 32:
+      # The red and the toggled lights as one word each, read at each
+      # light's cell.
       red = jnp.right_shift(self._light_word(g.red), self._view_light) & 1
       red = red.astype(jnp.int32)
+      tog = jnp.right_shift(self._light_word(g.toggled), self._view_light) & 1
+      tog = tog.astype(jnp.int32)
     else:
-      red = jnp.any(g.red[:, None] & jnp.asarray(self._light_grid), axis=0).astype(jnp.int32)
+      grid = jnp.asarray(self._light_grid)
+      red = jnp.any(g.red[:, None] & grid, axis=0).astype(jnp.int32)
+      tog = jnp.any(g.toggled[:, None] & grid, axis=0).astype(jnp.int32)
     # Constant planes: the mover and the round (none once the game is over).
-    const = self._channel_bits(L + 2 + cap + player)
-    const = const + jnp.where(g.round < rounds, self._channel_bits(L + 2 + cap + n + g.round), 0)
+    const = self._channel_bits(T + 1 + player)
+    const = const + jnp.where(g.round < rounds, self._channel_bits(T + 1 + n + g.round), 0)
     entry = self._view_entry  # [layers, lanes, cells], static
     # Static 0/1 masks as int factors: products, not `where`, feed the sum
     # (XLA's CPU reduction of a select is several times slower).
@@ -579,15 +606,43 @@ class Carchess(LaneBits, Game):
     green = self._view_has_light - red  # [cells]
     light = jnp.left_shift(green, L % _BITS) + jnp.left_shift(red, _BITS)
     light_word = (np.arange(self._view_words) == L // _BITS).astype(np.int32)[:, None]
-    rest = layer0 * (light_word * light + const[:, None])
+    tog_word = (np.arange(self._view_words) == T // _BITS).astype(np.int32)[:, None]
+    light = light_word * light + tog_word * jnp.left_shift(tog, T % _BITS)  # [words, cells]
+    rest = layer0 * (light + const[:, None])
     lanes = lanes + lane0 * rest[None]
     return jnp.sum(lanes, axis=0)
 
   def observe(self, g: CarchessState, player: jax.Array) -> jax.Array:
+    """float32 `[height, width, C]`. Against the thesis (V-A 2.1), channel
+    by channel on the defaults (4 lanes, counters 0..4, 2 players, 10 rounds):
+
+      channels  thesis                              here
+      0-3       cars of lane l (1 at a car)         the same
+      4         lights: +1 green, -1 red, 0 none    the same
+      5-9       spawn count x = 0..floor(c(a-2)):   the same, x up to the
+                1 at the entry of each lane with    largest lane cap; 2 where
+                count x                             two such lanes share an entry
+      10        (none)                              lights toggled this round: 1
+      11-12     player to move, a separate one-hot  the same, as constant planes
+                vector (n)                          (the mover's view at decisions)
+      13-22     round, a separate one-hot vector    the same, as constant planes;
+                (r)                                 all zeros once the game is over
+
+    The toggled plane (version 2) makes the observation Markov at decision
+    nodes: with it, the planes hold every part of the state that decides the
+    rest of the game (cars, lights, toggled lights, spawn counters, round,
+    mover; the totals spawned/scored/crashed do not). Without it (the
+    thesis', version 1), the second mover of a round cannot tell which light
+    the first toggled, which is the one it may not toggle now: the legal mask
+    comes beside the observation at the root, but a model imagining later
+    states sees only what the planes held. Not shown: `chance_lane`, which
+    lanes' counters a pending chance run has updated; it matters at chance
+    nodes only (at a decision node none is pending).
+    """
     m = self.map
     h, w, C = m.height, m.width, self.observation_shape[-1]
     # The small code per cell first, then the planes in one elementwise pass
-    # (no dot, no concatenation, no transpose): writing the 22 float planes is
+    # (no dot, no concatenation, no transpose): writing the 23 float planes is
     # the cost, so XLA fuses it with the selects that follow in `Env.step`.
     code = self.observation_code(g, player)  # [layers, words, cells]
     layers, K = code.shape[0], code.shape[1]

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiny as tiny_lib
 
 import envs
 import envs.bots
@@ -15,7 +16,12 @@ from envs import carchess_maps
 from envs.bots import carchess as carchess_bots
 from envs.core import CHANCE, TERMINAL
 from envs.testing import random_action
+from anakin_mz.cli import main as cli_main
 from anakin_mz.eval import match
+from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.runtime import export
+from anakin_mz.runtime import registry as runtime_registry
+from anakin_mz.runtime import restore as agent_lib
 
 # Tutorial map facts (RULES.md): lanes 0 west on row 4, 1 north on col 5,
 # 2 east on row 5, 3 south on col 4; each lane's light is at position 3;
@@ -62,7 +68,7 @@ def map_env(tmp_path, spec, **params):
   return envs.make("carchess", map=str(path), **params)
 
 
-def board(env, cars=(), red=None, counters=None, turn=0):
+def board(env, cars=(), red=None, counters=None, turn=0, toggled=None):
   """A decision-node state of `env`'s game: `cars` are (lane, position)."""
   game = env.game
   g = game.init(jax.random.PRNGKey(0))
@@ -71,9 +77,11 @@ def board(env, cars=(), red=None, counters=None, turn=0):
     occ[lane, pos] = True
   red = np.zeros(game.num_lights, bool) if red is None else np.asarray(red, bool)
   counters = np.zeros(game.num_lanes, np.int32) if counters is None else counters
+  toggled = np.zeros(game.num_lights, bool) if toggled is None else np.asarray(toggled, bool)
   return g.replace(
     cars=jnp.asarray(occ),
     red=jnp.asarray(red),
+    toggled=jnp.asarray(toggled),
     counters=jnp.asarray(counters, jnp.int32),
     chance_lane=jnp.int32(game.num_lanes),
     turn=jnp.int32(turn),
@@ -314,20 +322,36 @@ def test_start_state(env):
 
 
 def test_observation_planes(env):
+  # 23 channels since version 2 (22 before): the thesis' 4 lane, 1 light and
+  # 5 counter planes, then the toggled plane (channel 10, new), then the
+  # mover's 2 and the round's 10 constant planes, each one channel later.
   g = board(
-    env, cars=[(0, 2), (3, 4)], red=[True, False, False, True], counters=[0, 4, 2, 2], turn=1
+    env,
+    cars=[(0, 2), (3, 4)],
+    red=[True, False, False, True],
+    counters=[0, 4, 2, 2],
+    turn=1,
+    toggled=[False, True, False, False],  # player 0 toggled the light at (4, 6)
   ).replace(round=jnp.int32(3))
   obs = np.asarray(jax.jit(env.game.observe)(g, jnp.int32(1)))
-  assert obs.shape == env.observation_shape == (10, 10, 22) and obs.dtype == np.float32
-  lanes, light, counts = obs[..., :4], obs[..., 4], obs[..., 5:10]
+  assert obs.shape == env.observation_shape == (10, 10, 23) and obs.dtype == np.float32
+  lanes, light, counts, toggled = obs[..., :4], obs[..., 4], obs[..., 5:10], obs[..., 10]
   assert lanes.sum() == 2 and lanes[4, 7, 0] == 1 and lanes[4, 4, 3] == 1
   assert light[3, 4] == -1 and light[4, 6] == 1 and light[5, 3] == 1 and light[6, 5] == -1
   assert np.count_nonzero(light) == 4
   assert counts.sum() == 4
   assert counts[4, 9, 0] == 1 and counts[9, 5, 4] == 1
   assert counts[5, 0, 2] == 1 and counts[0, 4, 2] == 1
-  assert np.all(obs[..., 10:12] == [0, 1])  # player 1 to move
-  assert np.all(obs[..., 12:] == np.eye(10)[3])  # round 3
+  assert np.flatnonzero(toggled).tolist() == [46] and toggled[4, 6] == 1
+  assert np.all(obs[..., 11:13] == [0, 1])  # player 1 to move
+  assert np.all(obs[..., 13:] == np.eye(10)[3])  # round 3
+  # Two toggled lights (a 3-player round's third mover): two 1s, the rest 0.
+  g3 = g.replace(toggled=jnp.asarray([True, False, False, True]))
+  toggled3 = np.asarray(jax.jit(env.game.observe)(g3, jnp.int32(1)))[..., 10]
+  assert np.flatnonzero(toggled3).tolist() == [34, 65]
+  # At a round's first move nothing is toggled.
+  g0 = g.replace(toggled=jnp.zeros(4, bool), turn=jnp.int32(0))
+  assert not np.any(np.asarray(jax.jit(env.game.observe)(g0, jnp.int32(0)))[..., 10])
 
 
 SHARED_ENTRY = {  # lanes 0 and 1 enter at (1, 0); lane 2 is 41 cells long.
@@ -343,13 +367,14 @@ SHARED_ENTRY = {  # lanes 0 and 1 enter at (1, 0); lane 2 is 41 cells long.
 }
 
 
-def reference_observation(game, cars, red, counters, rounds_done, player):
+def reference_observation(game, cars, red, counters, rounds_done, player, toggled):
   """The observation as the module doc defines it, plane by plane, in numpy
   from the map alone (the representation the planes had before they were
   built from bit codes)."""
   m, p = game.map, game.params
   L, cap, n = m.num_lanes, int(game.capacities.max()), game.num_players
-  obs = np.zeros((m.height, m.width, L + 1 + cap + 1 + n + p["rounds"]), np.float32)
+  T = L + 1 + cap + 1  # the toggled plane
+  obs = np.zeros((m.height, m.width, T + 1 + n + p["rounds"]), np.float32)
   for l, lane in enumerate(m.lanes):
     for i, (r, c) in enumerate(lane[:-1]):
       obs[r, c, l] += cars[l, i]
@@ -357,23 +382,42 @@ def reference_observation(game, cars, red, counters, rounds_done, player):
     obs[r, c, L + 1 + counters[l]] += 1.0
   for k, (r, c) in enumerate(m.lights):
     obs[r, c, L] = -1.0 if red[k] else 1.0
-  obs[:, :, L + 1 + cap + 1 + player] = 1.0
+    obs[r, c, T] = 1.0 if toggled[k] else 0.0
+  obs[:, :, T + 1 + player] = 1.0
   if rounds_done < p["rounds"]:
-    obs[:, :, L + 1 + cap + 1 + n + rounds_done] = 1.0
+    obs[:, :, T + 1 + n + rounds_done] = 1.0
   return obs
+
+
+# SHARED_ENTRY with 20 lights, the red and toggled lights in a word each
+# (17-32 lights: the tutorial's 4 share one word, 37 use none), and lane 2
+# 61 cells long: its counter runs to 29, so the toggled plane (channel 34)
+# lies in another code word than the light plane (channel 3).
+SHARED_ENTRY_20 = dict(
+  SHARED_ENTRY,
+  name="shared_entry_20",
+  width=61,
+  lanes=SHARED_ENTRY["lanes"][:2] + [{"start": [2, 0], "path": "E" * 60}],
+  lights=SHARED_ENTRY["lights"][:20],
+)
 
 
 @pytest.mark.parametrize(
   "spec,params",
-  [(None, {}), (SHARED_ENTRY, dict(players=3, rounds=40))],
-  ids=["tutorial", "shared_entry_40_rounds"],
+  [
+    (None, {}),
+    (SHARED_ENTRY, dict(players=3, rounds=40)),
+    (SHARED_ENTRY_20, dict(players=3, rounds=40)),
+  ],
+  ids=["tutorial", "shared_entry_40_rounds", "shared_entry_20_lights"],
 )
 def test_observation_matches_reference_on_random_states(spec, params, tmp_path):
   # Thousands of random boards, rounds (the game-over one included),
   # movers and toggled lights. The second map has two lanes entering at one
   # cell (a counter plane can hold 2), a lane longer than 32 cells (the dense
   # simulation), more than 32 lights and more than 31 channels (several code
-  # words per cell).
+  # words per cell); the third has 20 lights and its toggled plane in the
+  # second code word.
   env = envs.make("carchess") if spec is None else map_env(tmp_path, spec, **params)
   game = env.game
   rng = np.random.default_rng(3)
@@ -403,10 +447,128 @@ def test_observation_matches_reference_on_random_states(spec, params, tmp_path):
   np.testing.assert_array_equal(mask, want_mask)
   assert obs.shape == (num,) + env.observation_shape and obs.dtype == np.float32
   for k in range(num):
-    want = reference_observation(game, cars[k], red[k], counters[k], rounds_done[k], player[k])
+    want = reference_observation(
+      game, cars[k], red[k], counters[k], rounds_done[k], player[k], toggled[k]
+    )
     np.testing.assert_array_equal(obs[k], want, err_msg=f"state {k}")
   if spec is not None:
     assert obs.max() == 2.0  # two lanes with one counter value on one entry cell
+
+
+def test_the_toggled_plane_tells_apart_states_that_play_out_differently(env):
+  # Two rounds reached by play from boards that differ only in two lights:
+  # player 0 toggles the light at (4, 6) in one, the one at (5, 3) in the
+  # other, so cars, lights, counters, round and mover are then the same,
+  # and only which light was toggled differs. That decides player 1's
+  # moves, hence the lights the round's simulation runs on.
+  game = env.game
+  apply, legal = jax.jit(game.apply_action), jax.jit(game.legal_action_mask)
+  observe = jax.jit(game.observe)
+  common = dict(cars=[(0, 2), (1, 5), (3, 1)], counters=[1, 0, 3, 2])
+  start_a = board(env, red=[True, False, False, True], **common).replace(round=jnp.int32(2))
+  start_b = board(env, red=[True, True, True, True], **common).replace(round=jnp.int32(2))
+  a, _ = apply(start_a, jnp.int32(46))
+  b, _ = apply(start_b, jnp.int32(53))
+  for field in ("cars", "red", "counters", "round", "turn", "chance_lane"):
+    np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+  assert int(game.current_player(a)) == int(game.current_player(b)) == 1
+  legal_a = np.flatnonzero(legal(a)).tolist()
+  legal_b = np.flatnonzero(legal(b)).tolist()
+  assert legal_a == [34, 53, 65] and legal_b == [34, 46, 65]
+
+  # The lights each can end the round with differ, and so do its rewards.
+  def outcomes(g, moves):
+    ends = {}
+    for m in moves:
+      end, reward = apply(g, jnp.int32(m))
+      ends[tuple(np.asarray(end.red).tolist())] = float(reward[0])
+    return ends
+
+  ends_a, ends_b = outcomes(a, legal_a), outcomes(b, legal_b)
+  assert set(ends_a) != set(ends_b)
+  obs_a, obs_b = np.asarray(observe(a, jnp.int32(1))), np.asarray(observe(b, jnp.int32(1)))
+  differ = np.flatnonzero(np.any(obs_a != obs_b, axis=(0, 1))).tolist()
+  assert differ == [10]  # the toggled plane alone; version 1 observed them the same
+  assert np.flatnonzero(obs_a[..., 10]).tolist() == [46]
+  assert np.flatnonzero(obs_b[..., 10]).tolist() == [53]
+
+
+def test_the_observation_determines_the_state_that_matters(env):
+  # Over random play, decision and terminal nodes with one observation have
+  # one state, as far as it decides the rest of the game: cars, lights,
+  # toggled lights, spawn counters, round and mover (and so the legal
+  # moves). Without the toggled plane (version 1's observation), some do not.
+  batch, steps = 512, env.num_players * env.game.params["rounds"] + 1
+
+  @jax.jit
+  def run(key):
+    k0, k1 = jax.random.split(key)
+    s = jax.vmap(env.reset)(jax.random.split(k0, batch))
+
+    def body(s, k):
+      ka, ks = jax.random.split(k)
+      a = jax.vmap(random_action)(s, jax.random.split(ka, batch))
+      g = s.game
+      seen = (
+        s.observation.astype(jnp.int8),
+        s.legal_action_mask,
+        (g.cars, g.red, g.toggled, g.counters, g.round, g.turn, s.current_player),
+      )
+      return jax.vmap(env.step)(s, a, jax.random.split(ks, batch)), seen
+
+    return jax.lax.scan(body, s, jax.random.split(k1, steps))[1]
+
+  obs, mask, fields = jax.device_get(run(jax.random.PRNGKey(11)))
+  assert not np.any(np.asarray(fields[-1]) == CHANCE)  # keyed steps: no chance nodes
+  obs = obs.reshape((-1,) + env.observation_shape)
+  mask = mask.reshape(obs.shape[0], -1)
+  fields = [np.asarray(f).reshape(obs.shape[0], -1) for f in fields]
+  state = np.concatenate([f.astype(np.int32) for f in fields], axis=1)
+
+  def clashes(planes):
+    """(repeats, clashes): the states whose planes an earlier state has,
+    and those of them whose state differs from that earlier one's."""
+    first, repeats, bad = {}, [], []
+    for k in range(obs.shape[0]):
+      j = first.setdefault(planes[k].tobytes(), k)
+      if j != k:
+        repeats.append(k)
+        if not np.array_equal(state[j], state[k]):
+          bad.append((j, k))
+    return repeats, bad
+
+  repeats, bad = clashes(obs)
+  assert len(repeats) > 10 and not bad  # observations repeat; none stands for two states
+  _, bad_old = clashes(np.delete(obs, 10, axis=-1))  # the planes of version 1
+  assert any(not np.array_equal(mask[j], mask[k]) for j, k in bad_old)
+
+
+def test_a_model_of_the_old_observation_is_refused_in_one_line(tmp_path, capsys):
+  # Version 2 changed the observation (the toggled plane): a model file or
+  # checkpoint of version 1 is refused by name, never read with its input
+  # layer fed the new planes.
+  assert envs.make("carchess").version == 2
+  config = tiny_lib.tiny_config("carchess")
+  env = config.make_env()
+  network = runtime_registry.get(config.agent).model(config, env)
+  params = network.init(jax.random.PRNGKey(0))
+  old = str(tmp_path / "carchess_v1.msgpack")
+  export.write(old, config, params, 1, "carchess", 1)
+  with pytest.raises(ckpt.CheckpointError) as e:
+    agent_lib.load_agent(old, expect_env="carchess")
+  assert str(e.value) == (
+    f"checkpoint {old!r} is for carchess version 1; this code has version 2 (the "
+    "game's rules or observation changed: retrain, or use the code it was trained with)"
+  )
+  # A checkpoint directory goes through the same check.
+  meta = ckpt.make_metadata(config.to_dict(), "carchess", 1, 1)
+  with pytest.raises(ckpt.CheckpointError, match="is for carchess version 1; this code has"):
+    ckpt.check_compatible(meta, "c", env_id="carchess", env_version=env.version)
+  # The command line: exit status 2 and that one line, no traceback.
+  capsys.readouterr()
+  assert cli_main(["evaluate", "--checkpoint", old, "--games", "2"]) == 2
+  out = capsys.readouterr()
+  assert out.err.splitlines() == [f"error: {e.value}"] and not out.out
 
 
 def test_render_shows_lanes_cars_lights_counters(env):
@@ -602,7 +764,7 @@ def test_decision_matches_reference_on_random_states(spec, tmp_path):
     np.testing.assert_array_equal(got_totals, totals[k] + want[7], err_msg=f"state {k}: totals")
     assert rewards[k, 0] == want[8], f"state {k}: reward"
     player = want[5] if want[4] < game.params["rounds"] else 0
-    want_obs = reference_observation(game, want[0], want[1], want[3], want[4], player)
+    want_obs = reference_observation(game, want[0], want[1], want[3], want[4], player, want[2])
     np.testing.assert_array_equal(obs[k], want_obs, err_msg=f"state {k}: observation")
     want_mask = np.zeros(env.num_actions, bool)
     want_mask[light_cells] = ~want[2]
@@ -677,7 +839,9 @@ def test_tutorial_map_matches_rules_md():
 
 def test_a_new_map_is_data_only(tmp_path):
   env = map_env(tmp_path, TRIPLE, players=1, rounds=3)
-  assert env.observation_shape == (5, 5, 3 + 1 + 2 + 1 + 3)
+  # lanes + light + counters 0..1 + toggled + 1 player + 3 rounds (the
+  # toggled plane is new in version 2).
+  assert env.observation_shape == (5, 5, 3 + 1 + 2 + 1 + 1 + 3)
   assert env.num_chance_outcomes == 2  # floor((5 - 2) * 0.5) = 1
   out = jax.jit(
     lambda k: match.play_match(env, envs.random_policy, envs.random_policy, k, 8).score

@@ -238,7 +238,8 @@ def check_compatible(
   if meta["env_version"] != env_version:
     raise CheckpointError(
       f"checkpoint {directory!r} is for {env_id} version {meta['env_version']}; "
-      f"this code has version {env_version}"
+      f"this code has version {env_version} (the game's rules or observation "
+      "changed: retrain, or use the code it was trained with)"
     )
 
 
