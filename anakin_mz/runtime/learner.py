@@ -25,7 +25,7 @@ import optax
 from jax.sharding import Mesh
 
 import envs
-from anakin_mz.runtime import registry
+from anakin_mz.runtime import registry, threefry
 from anakin_mz.runtime.mesh import OnMesh, make_mesh
 from anakin_mz.runtime.metrics import StepMetrics
 
@@ -43,6 +43,9 @@ class BaseLearner(OnMesh):
   SPLIT: Tuple[str, ...] = ("num_envs",)
 
   def __init__(self, config, mesh: Optional[Mesh] = None):
+    # The PRNG's hash without its CPU loop: the same numbers, a shorter
+    # chain of kernels per step (`threefry.py`).
+    threefry.unroll_on_cpu()
     self.config = config
     self.mesh = make_mesh() if mesh is None else mesh
     self.num_devices = int(self.mesh.size)
