@@ -256,8 +256,8 @@ def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift):
 
 
 def test_resnet_unroll_loop_equals_scan():
-  """The resnet's Python-loop unroll (fast on XLA CPU) computes what the
-  lax.scan did."""
+  """The resnet's unrolled K steps (fast on XLA CPU) compute what the rolled
+  lax.scan did; every kind unrolls (a shorter kernel chain)."""
   env = envs.make("catch", rows=5, columns=3)
   net = Network(env, NetworkConfig(kind="resnet", **TINY))
   assert net.unroll_loop
@@ -269,7 +269,23 @@ def test_resnet_unroll_loop_equals_scan():
   scan = net.unroll(params, obs, actions)
   for a, b in zip(jax.tree.leaves(loop), jax.tree.leaves(scan)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  assert not Network(env, NetworkConfig(kind="conv", **TINY)).unroll_loop
+  assert Network(env, NetworkConfig(kind="conv", **TINY)).unroll_loop
+
+
+def test_mlp_unroll_equals_the_rolled_scan():
+  """The mlp kind unrolls its K steps too (a shorter kernel chain, issue
+  64): the outputs of the rolled lax.scan, to float rounding."""
+  env = envs.make("catch", rows=5, columns=3)
+  net = Network(env, NetworkConfig(kind="mlp", **TINY))
+  assert net.unroll_loop
+  params = net.init(jax.random.PRNGKey(0))
+  obs = _obs(env, jax.random.PRNGKey(5))
+  actions = jnp.array([[0, 3], [2, 4], [1, 1]], jnp.int32)
+  unrolled = jax.jit(net.unroll)(params, obs, actions)
+  net.unroll_loop = False
+  rolled = jax.jit(net.unroll)(params, obs, actions)
+  for a, b in zip(jax.tree.leaves(unrolled), jax.tree.leaves(rolled)):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
 def test_init_is_lecun_normal_with_zero_biases():

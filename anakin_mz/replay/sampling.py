@@ -229,7 +229,9 @@ def _stratified_starts(
   before = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cum[-1])])  # [b + 1]
   base, width = before[lo], before[hi] - before[lo]
   p = base + jnp.minimum((u * width).astype(jnp.int32), jnp.maximum(width - 1, 0))
-  lane = jnp.searchsorted(before[1:], p, side="right").astype(jnp.int32)
+  # Unrolled: the same lanes, without a loop of ~7 kernels per bisection step.
+  lane = jnp.searchsorted(before[1:], p, side="right", method="scan_unrolled")
+  lane = lane.astype(jnp.int32)
   rank = p - before[lane]  # the start's rank in its lane
   # i = the first time whose running count exceeds the rank: a binary search
   # (log2 L gathers of one count per row, not a [L, n] column per row).
