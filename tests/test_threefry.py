@@ -102,3 +102,15 @@ def test_no_loop_left_in_a_split():
   hlo = jax.jit(lambda k: jax.random.split(k, 4)).lower(jax.random.PRNGKey(0)).compile().as_text()
   assert "while(" not in hlo
   assert sequential_ops(hlo).total < 10
+
+
+def test_kernel_chain_script_splits_the_whole_count():
+  """scripts/benchmark_kernel_chain.py: the phases add up to the step's
+  `sequential_ops`, and the search and the updates are among them."""
+  proc = tiny.run_script("benchmark_kernel_chain", "--env", "nannon", "--lanes", "4", *tiny.TINY)
+  assert proc.returncode == 0, proc.stderr
+  lines = proc.stdout.splitlines()
+  total = int(lines[0].rsplit(" ", 1)[1])
+  phases = {line.split("%", 1)[1].strip(): int(line.split()[0]) for line in lines[1:]}
+  assert sum(phases.values()) == total
+  assert {"search", "loss/grad", "optimizer", "self-play env steps"} <= set(phases)
