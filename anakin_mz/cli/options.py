@@ -52,5 +52,5 @@ def real(text: str) -> float:
 CHECKPOINT_HELP = (
   "a checkpoint directory (<logdir>/checkpoints, or the run's <logdir>), a model file "
   "(anakin-mz export), "
-  "or the name of a shipped model (nannon)"
+  "or the name of a shipped model (nannon, nannon_12_5_6, einstein, breakthrough, carchess)"
 )

@@ -45,7 +45,7 @@ SUFFIX = ".msgpack"
 
 # Models that ship in the package (anakin_mz/models/<name>.msgpack), by name;
 # docs/results/models.md says how each was trained and scores.
-SHIPPED = ("nannon",)
+SHIPPED = ("nannon", "nannon_12_5_6", "einstein", "breakthrough", "carchess")
 
 # The players a model file may name as its default (`agent_kind`): its greedy
 # search, its greedy network policy, or its value head in an expectimax on the
