@@ -128,7 +128,7 @@ def _quoted(name):
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_models_md_and_the_readme_quote_each_figure(name):
-  """The figure the slow test checks is the one models.md (the table row and
+  """The figure the slow test checks is the one models.md (the list row and
   the model's section, in bold) and the README give."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   with open(os.path.join(root, "docs", "results", "models.md"), encoding="utf-8") as f:
@@ -136,7 +136,7 @@ def test_models_md_and_the_readme_quote_each_figure(name):
   with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
     readme = " ".join(f.read().split())
   text = _quoted(name)
-  (row,) = [line for line in models_md.splitlines() if line.startswith(f"| `{name}` |")]
+  (row,) = [line for line in models_md.splitlines() if line.startswith(f"- `{name}`: ")]
   assert text in row, row
   section = models_md.split(f"## `{name}` (", 1)[1].split("\n## ", 1)[0]
   assert f"**{text}" in section
