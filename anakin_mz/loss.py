@@ -164,6 +164,18 @@ def _policy_loss(logits, noop_logits, target, on_turn):
   return optax.softmax_cross_entropy(full, full_target)
 
 
+def _flat_successors(batch: Batch, weight: str) -> chex.Array:
+  """The batch's `successor_observation` `[N, K, *obs]` as `[N * K, *obs]`,
+  for the term `loss.<weight>` (an error where the batch has none)."""
+  if batch.successor_observation is None:
+    raise ValueError(
+      f"loss.{weight} > 0 needs the batch's successor_observation "
+      "(replay.sample fills it); this batch has none"
+    )
+  obs = batch.successor_observation
+  return obs.reshape((obs.shape[0] * obs.shape[1],) + obs.shape[2:])
+
+
 def successor_value_loss(
   params: Params, network: Network, value_logits: chex.Array, batch: Batch
 ) -> chex.Array:
@@ -179,14 +191,9 @@ def successor_value_loss(
       fills it); `policy_mask[:, 1:]` says which depths are decision steps,
       `target_identity` gives the relative player at each depth.
   """
-  if batch.successor_observation is None:
-    raise ValueError(
-      "loss.successor_value_weight > 0 needs the batch's successor_observation "
-      "(replay.sample fills it); this batch has none"
-    )
+  obs = _flat_successors(batch, "successor_value_weight")
   n, k = batch.target_identity.shape
   chex.assert_shape(value_logits, (n, k + 1, None))
-  obs = batch.successor_observation.reshape((n * k,) + batch.successor_observation.shape[2:])
   own_view = network.root(params, obs).value.reshape(n, k)  # each observation's mover's view
   # target_identity is the mover relative to the root mover (0): the one view rule.
   sign = lookahead.sign(batch.target_identity, 0, network.payoff == "zero_sum")
@@ -210,14 +217,9 @@ def consistency_loss(
     batch: with `successor_observation` `[N, K, *obs]`; `policy_mask[:, 1:]`
       says which depths are decision steps (the others cost 0).
   """
-  if batch.successor_observation is None:
-    raise ValueError(
-      "loss.consistency_weight > 0 needs the batch's successor_observation "
-      "(replay.sample fills it); this batch has none"
-    )
+  obs = _flat_successors(batch, "consistency_weight")
   n, k = batch.target_identity.shape
   chex.assert_shape(latents, (n, k, ...))
-  obs = batch.successor_observation.reshape((n * k,) + batch.successor_observation.shape[2:])
   target = jax.lax.stop_gradient(network.represent(params, obs)).reshape(n, k, -1)
   pred = latents.reshape(n, k, -1)
   norms = jnp.linalg.norm(pred, axis=-1) * jnp.linalg.norm(target, axis=-1)
