@@ -11,7 +11,7 @@ naming it in its own `pyproject.toml`:
 
 The entry point's name is the registered name: it must equal the game's
 `name` (the agent's `name`). Each registry (`envs.registry`,
-`anakin_mz.runtime.registry`) reads its group once, the first time it is
+`anakin_mz.core.registry`) reads its group once, the first time it is
 queried (`registered`, `make`, `names`, `get`, ...), so importing a
 registry imports no plugin. A plugin that does not import, names no game
 (agent), or takes a name already registered stops that query with a

@@ -121,7 +121,7 @@ class OnePlyPolicy:
   one of highest `reward + discount * successor_value(successor, mover)`
   (TD-Gammon's 1-ply search; the first of equals; 0 where none is legal).
   `successor_value` may itself look further ahead
-  (`anakin_mz.lookahead.expectimax_policy` of depth 2 and more).
+  (`anakin_mz.core.lookahead.expectimax_policy` of depth 2 and more).
 
   Its choice depends on a successor only through `successor_value`, so a game
   whose states can be enumerated may evaluate that once per distinct

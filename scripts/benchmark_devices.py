@@ -43,7 +43,7 @@ host.configure(int(sys.argv[1]))
 import jax
 from anakin_mz import config as config_lib
 from anakin_mz.experiments import profiling
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 from anakin_mz.runtime import scaling
 cfg = config_lib.load_for_env(sys.argv[2], None, sys.argv[5:])[0]
 cfg = scaling.preset(cfg, sys.argv[4], jax.device_count())  # as train.py sizes it

@@ -59,19 +59,19 @@ def _phase(where: str, file: str, function: str) -> str:
   if where == "search":
     return "search"
   if where == "rollout":
-    searchy = file.startswith(("anakin_mz/search", "mctx")) or "lane_search" in function
-    if searchy or file in ("anakin_mz/act.py", "anakin_mz/networks.py"):
+    searchy = file.startswith(("anakin_mz/core/search", "mctx")) or "lane_search" in function
+    if searchy or file in ("anakin_mz/core/act.py", "anakin_mz/core/networks.py"):
       return "search"
     return "self-play env steps"
   if where == "updates":
-    if file.startswith("anakin_mz/replay") or file == "anakin_mz/reanalyse.py":
+    if file.startswith("anakin_mz/core/replay") or file == "anakin_mz/core/reanalyse.py":
       return "sample"
     if file.startswith("optax") and not file.startswith("optax/losses"):
       return "optimizer"
     return "loss/grad"
-  if file == "anakin_mz/replay/buffer.py":
+  if file == "anakin_mz/core/replay/buffer.py":
     return "replay write"
-  if file.startswith("anakin_mz/replay"):
+  if file.startswith("anakin_mz/core/replay"):
     return "sample"
   if file.startswith("optax") or file == "anakin_mz/runtime/guard.py":
     return "optimizer"
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
   from anakin_mz import config as config_lib
   from anakin_mz.experiments import profiling
   from anakin_mz.runtime import scaling, threefry
-  from anakin_mz.runtime.anakin import Learner
+  from anakin_mz.agents.replay_learner import Learner
 
   if args.rolled_threefry:
     threefry.unroll_on_cpu = lambda: None

@@ -56,9 +56,9 @@ import jax.numpy as jnp
 import optax
 
 import envs
-from anakin_mz.loss import ndmz_loss
-from anakin_mz.networks import KINDS, Network, NetworkConfig
-from anakin_mz.replay import Batch
+from anakin_mz.core.loss import ndmz_loss
+from anakin_mz.core.networks import KINDS, Network, NetworkConfig
+from anakin_mz.core.replay import Batch
 
 SPECS = KINDS + ("resnet-scan",)
 

@@ -1,4 +1,4 @@
-"""Search throughput: NDMZ search (anakin_mz.search) beside mctx.muzero_policy.
+"""Search throughput: NDMZ search (anakin_mz.core.search) beside mctx.muzero_policy.
 
 Both searches use the same small flax MLP (h, g, f; SELU, two hidden layers)
 and the same batch and number of simulations, and are timed in the same run:
@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.search import SearchConfig, ndmz_search
+from anakin_mz.core.types import ModelOutput
 
 
 class _MLP(nn.Module):

@@ -26,6 +26,10 @@ import tempfile
 import jax
 import pytest
 
+# The agents register themselves when imported, as the command line imports
+# them (`core.registry` loads none): every test reads them registered.
+import anakin_mz.agents  # noqa: F401
+
 _CACHE = os.environ.get("ANAKIN_MZ_TEST_XLA_CACHE") or os.path.join(
   tempfile.gettempdir(), "anakin_mz_test_xla_cache"
 )

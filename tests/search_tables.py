@@ -5,7 +5,7 @@ one row per node, with the next row of each (row, unified action) in
 
 import numpy as np
 
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.types import ModelOutput
 
 NEG = -1e4  # an identity logit that is never drawn
 

@@ -22,9 +22,9 @@ import envs
 from anakin_mz import config as config_lib
 from anakin_mz.agents import alphazero
 from anakin_mz.agents.alphazero import TrueModel
-from anakin_mz.runtime import registry
-from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.search import SearchConfig
+from anakin_mz.core import registry
+from anakin_mz.core.networks import Network, NetworkConfig
+from anakin_mz.core.search import SearchConfig
 from envs.core import CHANCE, TERMINAL
 
 PROBS = (0.44, 0.31, 0.16, 0.09)

@@ -11,7 +11,7 @@ import tiny as tiny_lib
 import envs
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import run
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 

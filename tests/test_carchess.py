@@ -20,7 +20,7 @@ from anakin_mz.cli import main as cli_main
 from anakin_mz.eval import match
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
-from anakin_mz.runtime import registry as runtime_registry
+from anakin_mz.core import registry as runtime_registry
 from anakin_mz.runtime import restore as agent_lib
 
 # Tutorial map facts (RULES.md): lanes 0 west on row 4, 1 north on col 5,

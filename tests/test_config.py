@@ -182,7 +182,7 @@ def test_config_is_frozen():
 
 
 def test_temperature_schedule_decays_over_its_span_then_holds():
-  from anakin_mz.runtime.anakin import Learner
+  from anakin_mz.agents.replay_learner import Learner
 
   path = config_lib.shipped_path("catch.yaml")
   over = ["train.temperature_start=1.0", "train.temperature_end=0.2", "train.total_updates=1000"]
@@ -269,7 +269,7 @@ def test_search_knobs_validate():
   assert gumbel.search.root == "gumbel"
   # What the YAML layer cannot say (booleans as ints, infinities) the
   # SearchConfig refuses itself.
-  from anakin_mz.search import SearchConfig
+  from anakin_mz.core.search import SearchConfig
 
   direct = [
     (dict(num_simulations=True), "num_simulations must be an int"),

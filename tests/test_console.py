@@ -7,7 +7,7 @@ from anakin_mz.runtime import console
 
 
 def _nannon_result():
-  """An evaluation as `run.evaluate` makes it on Nannon: the match against
+  """An evaluation as `periodic.evaluate` makes it on Nannon: the match against
   random, the exact evaluator, 34 dynamics tests (42 metrics), and where."""
   out = {
     "eval/vs_random_score_mean": 0.62,

@@ -9,7 +9,7 @@ import pytest
 
 import envs
 from anakin_mz.eval import dynamics as diagnostics
-from anakin_mz.networks import Network, NetworkConfig
+from anakin_mz.core.networks import Network, NetworkConfig
 
 K = 3
 

@@ -18,7 +18,7 @@ import envs.bots
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.eval import opponents, report
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TINY = [

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import envs
-from anakin_mz import lookahead
-from anakin_mz.search import SearchConfig
+from anakin_mz.core import lookahead
+from anakin_mz.core.search import SearchConfig
 from envs.bots.einstein import expectiminimax_values
 from envs.core import CHANCE, TERMINAL
 

@@ -7,7 +7,7 @@ import pytest
 
 import envs
 from anakin_mz.eval import hidden_map
-from anakin_mz.networks import Network, NetworkConfig
+from anakin_mz.core.networks import Network, NetworkConfig
 
 
 @pytest.mark.parametrize(

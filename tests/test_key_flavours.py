@@ -12,10 +12,10 @@ import tiny
 
 import envs
 import envs.bots
-from anakin_mz.runtime.registry import make_learner
+from anakin_mz.core.registry import make_learner
 from anakin_mz.eval.match import play_match
 from anakin_mz.agents.ppo import PPO, PPOConfig
-from anakin_mz.selfplay import init_actors
+from anakin_mz.core.selfplay import init_actors
 
 
 def _same_in_both_flavours(fn, seed=1):

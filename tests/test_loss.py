@@ -1,4 +1,4 @@
-"""Tests for anakin_mz.loss: exact numbers of each term on hand-set outputs,
+"""Tests for anakin_mz.core.loss: exact numbers of each term on hand-set outputs,
 masks honoured, L2, and the loss on a fixed Catch batch goes down with Adam."""
 
 import functools
@@ -12,8 +12,8 @@ import pytest
 import envs
 import tiny
 from anakin_mz import config as config_lib
-from anakin_mz import replay, value_transform
-from anakin_mz.loss import (
+from anakin_mz.core import replay, value_transform
+from anakin_mz.core.loss import (
   LossConfig,
   consistency_loss,
   l2_norm_squared,
@@ -21,8 +21,8 @@ from anakin_mz.loss import (
   ndmz_loss,
   successor_value_loss,
 )
-from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.types import ModelOutput, UnrollOutput
+from anakin_mz.core.networks import Network, NetworkConfig
+from anakin_mz.core.types import ModelOutput, UnrollOutput
 
 NB, K, A, C, P = 2, 2, 3, 2, 2
 

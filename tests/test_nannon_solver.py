@@ -435,8 +435,8 @@ def test_12_5_6_solution():
 def greedy_network(env, seed=0, hidden=(32,)):
   """An untrained network's greedy policy: a cheap, deterministic player that
   is neither optimal nor random (the policy that training scores)."""
-  from anakin_mz import act
-  from anakin_mz.networks import Network, NetworkConfig
+  from anakin_mz.core import act
+  from anakin_mz.core.networks import Network, NetworkConfig
 
   net = Network(env, NetworkConfig(kind="mlp", hidden=hidden, latent_dim=16))
   return act.root_greedy(net, net.init(jax.random.PRNGKey(seed)))
@@ -510,7 +510,7 @@ def test_one_ply_table_is_the_policy_applied_state_by_state(env, discount, scale
   # value per position equals the policy applied to every decision state:
   # the same move everywhere, ties and wins included.
   from anakin_mz.agents import tdlambda
-  from anakin_mz.networks import NetworkConfig
+  from anakin_mz.core.networks import NetworkConfig
 
   model = tdlambda.ValueModel(env, NetworkConfig(hidden=(32,)), discount=discount)
   params = jax.tree.map(lambda x: scale * x, model.init(jax.random.PRNGKey(7)))

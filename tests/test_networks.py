@@ -1,4 +1,4 @@
-"""Tests for anakin_mz.networks: shapes, scalar conversion, unroll = root +
+"""Tests for anakin_mz.core.networks: shapes, scalar conversion, unroll = root +
 recurrent, the halved gradient into each dynamics step, config errors."""
 
 import jax
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import envs
-from anakin_mz import value_transform
-from anakin_mz.networks import Network, NetworkConfig, scale_gradient
-from anakin_mz.types import ModelOutput
+from anakin_mz.core import value_transform
+from anakin_mz.core.networks import Network, NetworkConfig, scale_gradient
+from anakin_mz.core.types import ModelOutput
 
 TINY = dict(
   hidden=(32, 32),

@@ -10,7 +10,7 @@ from search_tables import set_identity, table_recurrent, table_root, tables
 
 import envs
 from anakin_mz.eval import planning
-from anakin_mz.search import SearchConfig, ndmz_search
+from anakin_mz.core.search import SearchConfig, ndmz_search
 
 
 class _TableModel:
@@ -148,7 +148,7 @@ def test_planning_players_are_scored_exactly_beside_the_search(nannon_ckpt):
 
 def test_true_tree_is_alphazeros_search_with_the_agents_network(nannon_ckpt):
   import envs.nannon_solver as ns
-  from anakin_mz.runtime import registry
+  from anakin_mz.core import registry
   from anakin_mz.runtime.restore import load_agent
 
   agent = load_agent(nannon_ckpt)
@@ -253,7 +253,7 @@ def test_final_move_expectimax_hand_built():
     outs[final_move] = _table_search(t, jnp.ones(1, jnp.int32), jnp.ones((1, 2), bool), config, 0.0)
   np.testing.assert_array_equal(outs["visits"].search_tree.children_visits[0, 0, :2], [1, 1])
   assert int(outs["visits"].action[0]) == 0 and int(outs["expectimax"].action[0]) == 1
-  from anakin_mz.search.backup import expectimax_root_q
+  from anakin_mz.core.search.backup import expectimax_root_q
 
   q = expectimax_root_q(
     outs["visits"].search_tree, num_actions=2, num_outcomes=2, flip_opponents=True
@@ -338,7 +338,7 @@ def _random_tree(seed, key):
 
 
 def test_expectimax_backup_matches_a_recursive_reference():
-  from anakin_mz.search.backup import expectimax_values
+  from anakin_mz.core.search.backup import expectimax_values
 
   out = _random_tree(4, 1)
   tree = jax.device_get(out.search_tree)
@@ -358,7 +358,7 @@ def test_expectimax_backup_matches_a_recursive_reference():
 def test_the_mean_backup_gives_back_mctx_node_values():
   # backup_values with the mean at both kinds of node is MCTS's own backup:
   # it recomputes every node value the search left, on random trees.
-  from anakin_mz.search.backup import backup_values
+  from anakin_mz.core.search.backup import backup_values
 
   tree = _random_tree(5, 2).search_tree
   got = backup_values(
@@ -382,7 +382,7 @@ def test_backup_expectation_weighs_the_dice_by_probability_not_visits(root):
   # gives a0 the mean of the three backups, (0.3 + 0.6 - 0.2) / 3; the
   # expectation weighs the outcomes by their probabilities, 0.4 * -0.2 +
   # 0.6 * 0.6.
-  from anakin_mz.search.backup import with_expected_chance
+  from anakin_mz.core.search.backup import with_expected_chance
 
   t = _lookahead_tables()
   t = dict(t, chance=t["chance"].at[2].set(jnp.array([0.0, np.log(1.5)])))

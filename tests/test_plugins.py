@@ -14,7 +14,7 @@ import tiny
 import envs
 from envs import plugins
 from anakin_mz.runtime import checkpoint as ckpt
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 
 ANAKIN_MZ = os.path.join(os.path.dirname(sys.executable), "anakin-mz")
 
@@ -166,7 +166,7 @@ NOT_A_GAME = 3
       plugins.AGENTS,
       "Twin",
       "agents",
-      "names <class 'bad_games.Twin'>, which is not an anakin_mz.runtime.registry.AgentSpec",
+      "names <class 'bad_games.Twin'>, which is not an anakin_mz.core.registry.AgentSpec",
     ),
   ],
 )

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from anakin_mz import config as config_lib
-from anakin_mz import reanalyse, replay
-from anakin_mz.runtime.anakin import Learner
-from anakin_mz.networks import Network
-from anakin_mz.search import ndmz_search
-from anakin_mz.selfplay import init_actors, rollout
+from anakin_mz.core import reanalyse, replay
+from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.core.networks import Network
+from anakin_mz.core.search import ndmz_search
+from anakin_mz.core.selfplay import init_actors, rollout
 
 NANNON = "nannon"  # a shipped config, by name
 B, T, CHUNKS, CAP, K, N = 4, 12, 4, 32, 3, 16
@@ -87,6 +87,16 @@ def _buffer(root):
   return env, net, new, buf
 
 
+def _settings(cfg):
+  """`reanalyse.refresh`'s settings of `cfg`, as the replay learner hands them."""
+  return dict(
+    search=cfg.search,
+    num_rows=cfg.train.reanalyse_rows,
+    td_steps=cfg.train.td_steps,
+    discount=cfg.discount,
+  )
+
+
 def _setup(root, td_steps):
   """(config, env, network, current params, the prepared buffer)."""
   cfg = _config(root, td_steps)
@@ -128,7 +138,7 @@ def _sample(prepared, key, env):
 
 def _refresh(cfg, env, net, params, prepared, key):
   batch, starts = _sample(prepared, key, env)
-  fn = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, config=cfg))
+  fn = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, **_settings(cfg)))
   return batch, fn(params, prepared, batch, starts, key)
 
 
@@ -224,7 +234,7 @@ def test_fraction_zero_keeps_the_replay_targets_and_no_legal_masks():
   key = jax.random.PRNGKey(6)
   batch, starts = _sample(prepared, key, env)
   refreshed = reanalyse.refresh(
-    params, prepared, batch, starts, key, network=net, env=env, config=cfg
+    params, prepared, batch, starts, key, network=net, env=env, **_settings(cfg)
   )
   assert refreshed is batch
   # The step's buffer keeps the legal moves only when reanalyse needs them.
@@ -241,7 +251,7 @@ def test_same_key_same_targets_other_key_other_targets():
   _, b = _refresh(cfg, env, net, params, prepared, key)
   np.testing.assert_array_equal(np.asarray(a.target_policy), np.asarray(b.target_policy))
   batch, starts = _sample(prepared, key, env)
-  other = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, config=cfg))(
+  other = jax.jit(functools.partial(reanalyse.refresh, network=net, env=env, **_settings(cfg)))(
     params, prepared, batch, starts, jax.random.PRNGKey(8)
   )
   assert not np.array_equal(np.asarray(a.target_policy), np.asarray(other.target_policy))
@@ -254,7 +264,7 @@ def test_a_buffer_without_legal_masks_is_refused():
   key = jax.random.PRNGKey(9)
   batch, starts = _sample(bare, key, env)
   with pytest.raises(ValueError, match="legal_mask=True"):
-    reanalyse.refresh(params, bare, batch, starts, key, network=net, env=env, config=cfg)
+    reanalyse.refresh(params, bare, batch, starts, key, network=net, env=env, **_settings(cfg))
 
 
 @pytest.mark.slow  # about 2 min of compilation; the exact tests above run in CI

@@ -1,4 +1,4 @@
-"""Tests for anakin_mz.replay on hand-built lanes with hand-computed targets:
+"""Tests for anakin_mz.core.replay on hand-built lanes with hand-computed targets:
 starts at decision steps only, absorbing targets past the end, MC and n-step
 values, bootstrapping at truncation and at the write head, points of view
 (zero-sum flips, collaborative does not), ring wrap-around."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import envs
-from anakin_mz import replay
-from anakin_mz.replay import sampling as sample_lib
+from anakin_mz.core import replay
+from anakin_mz.core.replay import sampling as sample_lib
 from envs import CHANCE, TERMINAL
 
 A, C = 3, 2  # player actions, chance outcomes
@@ -641,8 +641,8 @@ def test_sampling_costs_less_than_an_update():
   prints ms per `sample` and per loss gradient of the paper's MLP, and checks
   that target making is the cheaper of the two. Run with -s to see them."""
   import time
-  from anakin_mz.loss import ndmz_loss
-  from anakin_mz.networks import Network, NetworkConfig
+  from anakin_mz.core.loss import ndmz_loss
+  from anakin_mz.core.networks import Network, NetworkConfig
 
   env = envs.make("nannon")
   cap, lanes, n, k = 256, 128, 256, 6

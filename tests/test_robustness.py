@@ -16,8 +16,9 @@ import tiny as tiny_lib
 
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
+from anakin_mz.eval import periodic
 from anakin_mz.runtime import run
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TRAIN = os.path.join(ROOT, "scripts", "train.py")
@@ -155,7 +156,13 @@ def test_minutes_budget_evaluates_where_it_stops(tmp_path, monkeypatch):
   check)."""
   _ticking_clock(monkeypatch)
   cfg = tiny("train.total_updates=10000", "train.eval_every=1000")
-  result = run.train(cfg, logdir=str(tmp_path), max_minutes=0.5 / 60, progress=False)
+  result = run.train(
+    cfg,
+    logdir=str(tmp_path),
+    max_minutes=0.5 / 60,
+    progress=False,
+    evaluate=periodic.evaluate,
+  )
   assert result.stopped_by == "minutes"
   assert result.saved_step == UPDATES_PER_STEP
   assert [e["update_step"] for e in result.evals] == [0, UPDATES_PER_STEP]

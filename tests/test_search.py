@@ -1,4 +1,4 @@
-"""Tests of the NDMZ search (anakin_mz/search/).
+"""Tests of the NDMZ search (anakin_mz/core/search/).
 
 The models are lookup tables passed as `params` (so one compiled search serves
 many models): a node's embedding is its table row, `next[row, unified_action]`
@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from search_tables import NEG, set_identity, softmax, table_recurrent, table_root, tables
 
-from anakin_mz import search
-from anakin_mz.search import puct
-from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput
+from anakin_mz.core import search
+from anakin_mz.core.search import puct
+from anakin_mz.core.search import SearchConfig, ndmz_search
+from anakin_mz.core.types import ModelOutput
 
 
 # ----------------------------------------------------------------------------

@@ -26,10 +26,10 @@ import pytest
 from search_tables import NEG, set_identity, softmax, table_recurrent, tables
 import tiny
 
-from anakin_mz.search import gumbel
-from anakin_mz.runtime.anakin import Learner
-from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.search import gumbel
+from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.core.search import SearchConfig, ndmz_search
+from anakin_mz.core.types import ModelOutput
 
 
 # ----------------------------------------------------------------------------

@@ -18,8 +18,8 @@ import pytest
 
 import envs
 from envs import nannon_solver as ns
-from anakin_mz.search import SearchConfig, ndmz_search
-from anakin_mz.types import ModelOutput, relative_identity
+from anakin_mz.core.search import SearchConfig, ndmz_search
+from anakin_mz.core.types import ModelOutput, relative_identity
 
 # Long programs (thousands of games, or searches), not long compiles: XLA's
 # full optimisation (conftest.py).

@@ -1,5 +1,5 @@
 """Tests of the NDMZ paper's tree (`SearchConfig.tree="paper"`,
-anakin_mz/search/paper.py): its three mechanics on hand-built table models
+anakin_mz/core/search/paper.py): its three mechanics on hand-built table models
 with hand-derived numbers (the identity drawn again at every visit, a backup
 only from choice and terminal leaves, rewards ignored), and a plain-Python
 transcription of the paper's Appendix A pseudocode (`_reference`) on random
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from search_tables import NEG, set_identity, softmax, table_recurrent, table_root, tables
 
-from anakin_mz.search import SearchConfig, ndmz_search
+from anakin_mz.core.search import SearchConfig, ndmz_search
 
 CHOICE, CHANCE, TERMINAL, IDENTITY = 0, 1, 2, 3
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from anakin_mz.search import SearchConfig
-from anakin_mz.search.tree import _normalized_mover_q
+from anakin_mz.core.search import SearchConfig
+from anakin_mz.core.search.tree import _normalized_mover_q
 
 
 def _tree(q, visits, node_value):

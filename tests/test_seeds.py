@@ -21,7 +21,8 @@ import tiny
 
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
-from anakin_mz.runtime import registry, restore, run, seeds
+from anakin_mz.core import registry
+from anakin_mz.runtime import restore, run, seeds
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -102,6 +103,7 @@ import json, sys
 from anakin_mz.runtime import host
 host.configure(2)
 import jax, numpy as np
+import anakin_mz.agents  # registers them, as the command line does
 sys.path.insert(0, "tests")
 import tiny
 from anakin_mz.runtime import run

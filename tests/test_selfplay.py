@@ -18,10 +18,10 @@ import pytest
 
 import envs
 from anakin_mz import config as config_lib
-from anakin_mz import replay
-from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.search import SearchConfig
-from anakin_mz.selfplay import init_actors, rollout
+from anakin_mz.core import replay
+from anakin_mz.core.networks import Network, NetworkConfig
+from anakin_mz.core.search import SearchConfig
+from anakin_mz.core.selfplay import init_actors, rollout
 
 B, T, CHUNKS, K = 8, 12, 6, 3
 FIELDS = (

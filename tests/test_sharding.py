@@ -23,7 +23,7 @@ import tiny
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import run
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -61,6 +61,7 @@ devices, logdir, updates, every, resume, out = sys.argv[1:7]
 from anakin_mz.runtime import host
 host.configure(int(devices))
 import jax, numpy as np
+import anakin_mz.agents  # registers them, as the command line does
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import run
 cfg = config_lib.load("catch",
@@ -195,8 +196,9 @@ COLLECTIVES = r"""
 import json, re, sys
 from anakin_mz.runtime import host
 host.configure(2)
+import anakin_mz.agents  # registers them, as the command line does
 from anakin_mz import config as config_lib
-from anakin_mz.runtime.registry import make_learner
+from anakin_mz.core.registry import make_learner
 learner = make_learner(config_lib.load("catch", sys.argv[1:]))
 hlo = learner.jit_step.lower(learner.abstract_state()).compile().as_text()
 kinds = "all-gather|all-to-all|collective-permute|reduce-scatter|all-reduce|collective-broadcast"

@@ -15,15 +15,15 @@ import pytest
 
 import envs
 import tiny
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 from anakin_mz.runtime import restore as agent_lib
 from anakin_mz import config as config_lib
-from anakin_mz import replay as replay_lib
+from anakin_mz.core import replay as replay_lib
 from anakin_mz.runtime import run as run_lib
 from anakin_mz.eval import report, search_tree
-from anakin_mz.loss import LossConfig
-from anakin_mz.networks import NetworkConfig
-from anakin_mz.search import SearchConfig
+from anakin_mz.core.loss import LossConfig
+from anakin_mz.core.networks import NetworkConfig
+from anakin_mz.core.search import SearchConfig
 from anakin_mz.agents.stochastic_muzero import (
   DecisionBatch,
   StochasticNetwork,

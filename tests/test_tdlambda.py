@@ -10,13 +10,13 @@ import pytest
 from flax import struct
 
 import envs
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 from anakin_mz.runtime import restore as agent_lib
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import run as run_lib
-from anakin_mz.eval import report
-from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.search import SearchConfig
+from anakin_mz.eval import periodic, report
+from anakin_mz.core.networks import Network, NetworkConfig
+from anakin_mz.core.search import SearchConfig
 from anakin_mz.agents.tdlambda import (
   ValueModel,
   expectimax,
@@ -206,7 +206,9 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   )
   learner = registry.make_learner(config)
   assert learner.updates_per_chunk == 8
-  result = run_lib.train(config, logdir=str(tmp_path), max_updates=16, progress=False)
+  result = run_lib.train(
+    config, logdir=str(tmp_path), max_updates=16, progress=False, evaluate=periodic.evaluate
+  )
   # An update per iteration where some lane reached a decision node or the
   # end with a previous decision node: fewer than 8 per chunk.
   step = int(result.state.update_step)

@@ -26,7 +26,7 @@ else:
   threefry.unroll_on_cpu()
 sys.path.insert(0, sys.argv[2])
 import test_threefry, tiny
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.agents.replay_learner import Learner
 draws = jax.jit(test_threefry.draws)(jax.random.PRNGKey(7))
 learner = Learner(tiny.tiny_config("nannon"))
 state = learner.init_sharded(0)

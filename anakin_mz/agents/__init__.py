@@ -1,7 +1,14 @@
 """The agents (`agent:` in a config). Each module here is one agent and
-registers it (`runtime.registry.register`): its learner, its model, its
-search and players, what it can play, its config section. The runtime and
-the evaluation read the registry; nothing else names an agent.
+registers it (`core.registry.register`) when it is imported: its learner,
+its model, its search and players, what it can play, its config section.
+Importing this package registers them all, in the order below: the command
+line, `anakin_mz`'s public names and the experiments do; the runtime and the
+evaluation read the registry and import no agent (the import-linter
+contracts in pyproject.toml).
+
+`replay_learner` is no agent: it is the Anakin learner of the replay-based
+agents (self-play, replay, reanalyse, K-step unrolls), which `ndmz`,
+`alphazero` and `stochastic_muzero` train with.
 
 * `ndmz`: NDMZ, a learned model with chance and turn order (the default).
 * `alphazero`: AlphaZero, the same search with the real game as its model.

@@ -16,14 +16,14 @@ steps the game:
   (illegal moves get the masking logit, which the search treats as invalid);
 * the reward is the game's, for the root mover; the value is the network's
   (h then f on the observation), and at a chance node the exact expectation
-  over its outcomes (`anakin_mz.lookahead`), since the network is trained at
+  over its outcomes (`anakin_mz.core.lookahead`), since the network is trained at
   decision nodes only.
 
 Only the representation and prediction networks are trained
 (`alphazero_loss`: value and choice policy at the sampled decision node, plus
 L2); the dynamics network exists in the params but is never used. Self-play,
 replay, the learner loop and checkpoints are the Anakin learner's
-(`AlphaZeroLearner`, `runtime.anakin.Learner` with this loss).
+(`AlphaZeroLearner`, `agents.replay_learner.Learner` with this loss).
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ import jax.numpy as jnp
 import optax
 
 import envs
-from anakin_mz import act, lookahead
-from anakin_mz.loss import LossConfig, l2_norm_squared, value_loss
-from anakin_mz.networks import Network, NetworkConfig
-from anakin_mz.replay import Batch
-from anakin_mz.runtime import registry
-from anakin_mz.runtime.anakin import Learner
-from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import ModelOutput, Params, relative_identity
+from anakin_mz.core import act, lookahead
+from anakin_mz.core.loss import LossConfig, l2_norm_squared, value_loss
+from anakin_mz.core.networks import Network, NetworkConfig
+from anakin_mz.core.replay import Batch
+from anakin_mz.core import registry
+from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.core.search import SearchConfig, SearchOutput
+from anakin_mz.core.types import ModelOutput, Params, relative_identity
 
 
 @chex.dataclass(frozen=True)

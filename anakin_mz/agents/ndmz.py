@@ -2,15 +2,15 @@
 with chance and turn order (`networks.Network`: h, g and f, with identity
 and chance heads), searched by the NDMZ tree (`search.ndmz_search`) and
 trained on K-step unrolls of its replay with NDMZ's loss (`loss.ndmz_loss`)
-by the Anakin learner (`runtime.anakin.Learner`).
+by the Anakin learner (`agents.replay_learner.Learner`).
 """
 
 from __future__ import annotations
 
-from anakin_mz import act
-from anakin_mz.networks import Network
-from anakin_mz.runtime import registry
-from anakin_mz.runtime.anakin import Learner
+from anakin_mz.core import act
+from anakin_mz.core.networks import Network
+from anakin_mz.core import registry
+from anakin_mz.agents.replay_learner import Learner
 
 AGENT = registry.register(
   registry.AgentSpec(

@@ -52,14 +52,15 @@ from jax.sharding import Mesh
 
 import envs
 from envs.core import raw_key
-from anakin_mz import act
+from anakin_mz.core import act
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime import metrics as metrics_lib
-from anakin_mz.runtime import registry, run, summary
+from anakin_mz.core import registry
+from anakin_mz.runtime import run, summary
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
-from anakin_mz.types import where_lanes
+from anakin_mz.core.types import where_lanes
 
 ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh}
 

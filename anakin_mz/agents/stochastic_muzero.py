@@ -94,8 +94,8 @@ import mctx
 import optax
 
 import envs
-from anakin_mz.loss import LossConfig, l2_norm_squared, value_loss
-from anakin_mz.networks import (
+from anakin_mz.core.loss import LossConfig, l2_norm_squared, value_loss
+from anakin_mz.core.networks import (
   NetworkConfig,
   _ConvRepresentation,
   _dense,
@@ -107,15 +107,15 @@ from anakin_mz.networks import (
   input_shape,
   scale_gradient,
 )
-from anakin_mz import act
-from anakin_mz.replay.buffer import lane_get
-from anakin_mz.replay.sampling import Starts, past_end_actions, sample_starts
-from anakin_mz.replay.targets import Prepared, backward_sums
+from anakin_mz.core import act
+from anakin_mz.core.replay.buffer import lane_get
+from anakin_mz.core.replay.sampling import Starts, past_end_actions, sample_starts
+from anakin_mz.core.replay.targets import Prepared, backward_sums
 from anakin_mz.runtime import mesh as mesh_lib
-from anakin_mz.runtime import registry
-from anakin_mz.runtime.anakin import Learner
-from anakin_mz.search import SearchConfig, SearchOutput, add_root_noise, search_output
-from anakin_mz.types import ModelOutput, Params
+from anakin_mz.core import registry
+from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.core.search import SearchConfig, SearchOutput, add_root_noise, search_output
+from anakin_mz.core.types import ModelOutput, Params
 
 NUM_TURN = 2  # turn head classes: 0 the same mover, 1 another mover
 

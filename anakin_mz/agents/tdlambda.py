@@ -7,7 +7,7 @@ Playing: expectimax on the real game (`expectimax`), of
 player, 2 also tries every reply to every chance outcome. Each legal move is
 tried on the real game; its value is the move's reward plus the discounted value of the
 successor, and a successor at a chance node is valued by the exact average
-over its outcomes (`anakin_mz.lookahead`). The value network sees decision
+over its outcomes (`anakin_mz.core.lookahead`). The value network sees decision
 nodes only, from the mover's point of view.
 
 Its own config section, `tdlambda:` (`TDLambdaSection`), holds lambda.
@@ -53,15 +53,15 @@ from jax.sharding import Mesh
 
 import envs
 from envs.core import raw_key
-from anakin_mz import lookahead
-from anakin_mz.networks import NetworkConfig
+from anakin_mz.core import lookahead
+from anakin_mz.core.networks import NetworkConfig
 from anakin_mz.runtime import mesh as mesh_lib
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.metrics import StepMetrics
-from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import Params, where_lanes
+from anakin_mz.core.search import SearchConfig, SearchOutput
+from anakin_mz.core.types import Params, where_lanes
 
 
 @dataclasses.dataclass(frozen=True)

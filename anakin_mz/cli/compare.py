@@ -48,8 +48,10 @@ import os
 import sys
 
 import envs
+from anakin_mz import agents  # noqa: F401 (registers every agent)
 from anakin_mz import config as config_lib
-from anakin_mz.runtime import host, registry
+from anakin_mz.runtime import host
+from anakin_mz.core import registry
 from anakin_mz.cli import options
 
 

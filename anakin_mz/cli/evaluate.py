@@ -117,6 +117,7 @@ def main(argv=None, prog=None) -> int:
     parent = os.path.dirname(os.path.abspath(args.json))
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
       parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.eval import report  # after parsing: --help stays fast
 
   if args.agent is not None and args.agent not in report.AGENT_KINDS:  # a bot ignores it

@@ -189,6 +189,7 @@ def _curve(args) -> int:
 
 
 def _run(parser, args) -> int:
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.runtime import host
 
   try:

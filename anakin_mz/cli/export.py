@@ -54,6 +54,7 @@ def main(argv=None, prog=None) -> int:
   args = parser.parse_args(argv)
   if not args.out.endswith(".msgpack"):
     parser.error(f"--out {args.out!r}: a model file ends in .msgpack")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.eval import report
   from anakin_mz.runtime import checkpoint as ckpt
   from anakin_mz.runtime import export

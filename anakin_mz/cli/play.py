@@ -55,6 +55,7 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
     parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if args.simulations is not None and args.simulations < 1:
     parser.error("--simulations must be >= 1")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import play, report
 

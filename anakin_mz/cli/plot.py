@@ -74,6 +74,7 @@ def main(argv=None, prog=None) -> int:
 def _hidden_tsne(args) -> int:
   import os
 
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.eval import hidden_map
 
   out = args.out

@@ -49,6 +49,7 @@ def main(argv=None, prog=None) -> int:
     parser.error("--simulations must be >= 1")
   if args.depth is not None and args.depth < 0:
     parser.error(f"--depth must be >= 0 (0 draws the root alone), got {args.depth}")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.runtime import restore as agent_lib
   from anakin_mz.eval import search_tree
 

@@ -54,6 +54,7 @@ def main(argv=None, prog=None) -> int:
     parent = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
       parser.error(f"cannot write --out {args.out!r}: {parent!r} is not a writable directory")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.runtime import run
   from anakin_mz.experiments import strength
 

@@ -55,6 +55,7 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument("--png", default=None, help="Elo vs training step plot")
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.eval import tournament  # after parsing: --help stays fast
 
   try:

@@ -65,9 +65,11 @@ import sys
 from typing import Optional
 
 import envs
+from anakin_mz import agents  # noqa: F401 (registers every agent)
 from anakin_mz import config as config_lib
 from anakin_mz.cli import options
-from anakin_mz.runtime import console, host, registry, scaling
+from anakin_mz.runtime import console, host, scaling
+from anakin_mz.core import registry
 
 
 def main(argv=None, prog=None) -> int:
@@ -185,6 +187,7 @@ def main(argv=None, prog=None) -> int:
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
       parser.error(f"cannot write --json {args.json!r}: {parent!r} is not a writable directory")
 
+  from anakin_mz.eval import periodic
   from anakin_mz.runtime import run  # after validation: errors come fast
 
   mesh = run.auto_mesh(cfg) if args.devices == "auto" else None
@@ -207,6 +210,7 @@ def main(argv=None, prog=None) -> int:
     max_minutes=args.minutes,
     progress=not args.no_progress,
     mesh=mesh,
+    evaluate=periodic.evaluate,
   )
   try:
     results = run.train_seeds(cfg, **budget) if tc.seeds else [run.train(cfg, **budget)]

@@ -24,6 +24,7 @@ from anakin_mz.cli import options
 
 
 def main(argv=None, prog=None) -> int:
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.experiments import value_error
 
   parser = options.parser(__doc__, prog)

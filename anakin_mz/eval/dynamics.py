@@ -43,9 +43,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import envs
-from anakin_mz import lookahead
-from anakin_mz.networks import Network
-from anakin_mz.types import Params
+from anakin_mz.core import lookahead
+from anakin_mz.core.networks import Network
+from anakin_mz.core.types import Params
 
 # Metrics per depth, in table order. Rates are in [0, 1]; tv and reward_mae
 # are mean distances.
@@ -423,7 +423,7 @@ def dynamics_tests(
 def learner_hook(
   learner, params, key: Optional[chex.PRNGKey] = None, num_games: int = 500
 ) -> Dict[str, float]:
-  """For the training loop (`run.evaluate`): the dynamics tests of
+  """For the training loop (`periodic.evaluate`): the dynamics tests of
   `learner`'s network as TensorBoard scalars `dynamics/<metric>_k<k>`."""
   if key is None:
     key = jax.random.PRNGKey(learner.config.seed + 4242)

@@ -21,8 +21,8 @@ import numpy as np
 
 import envs
 from anakin_mz.eval import dynamics
-from anakin_mz.networks import Network
-from anakin_mz.types import Params
+from anakin_mz.core.networks import Network
+from anakin_mz.core.types import Params
 
 
 @dataclasses.dataclass(frozen=True)

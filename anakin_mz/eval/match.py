@@ -37,7 +37,7 @@ import numpy as np
 
 import envs
 from anakin_mz.eval import stats
-from anakin_mz.types import where_lanes
+from anakin_mz.core.types import where_lanes
 
 
 @chex.dataclass(frozen=True)

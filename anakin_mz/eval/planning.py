@@ -33,10 +33,10 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from anakin_mz.runtime import registry
-from anakin_mz.search import SearchConfig
-from anakin_mz.search.tree import expected_chance_value
-from anakin_mz.types import Model, Params
+from anakin_mz.core import registry
+from anakin_mz.core.search import SearchConfig
+from anakin_mz.core.search.tree import expected_chance_value
+from anakin_mz.core.types import Model, Params
 
 PLANNING_POLICIES = ("model_1ply", "model_chance", "true_tree")
 

@@ -1,5 +1,5 @@
 """Playing against a saved agent in the terminal: `scripts/play.py` is its
-command line. The agent acts through its registration (`runtime.registry`);
+command line. The agent acts through its registration (`core.registry`);
 chance is drawn with `envs.chance_outcome`.
 """
 
@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from anakin_mz import act
+from anakin_mz.core import act
 from anakin_mz.runtime import restore as agent_lib
 
 

@@ -123,7 +123,7 @@ def _save(plt, fig, path: str, written: List[str]) -> None:
 
 
 EVAL_PATTERN = re.compile(rf"^(eval/.*(score_mean|win_rate)|exact/.*|{re.escape(summary.RETURN)})$")
-# anakin_mz.loss metrics as run.py logs them (train/<term>), plus any *loss*.
+# anakin_mz.core.loss metrics as run.py logs them (train/<term>), plus any *loss*.
 LOSS_PATTERN = re.compile(
   r"^(train/(.*loss.*|total|l2|reward|value|policy|chance|"
   r"identity|identity_accuracy|grad_norm)|loss/.*)$"

@@ -24,7 +24,8 @@ import envs
 import envs.bots
 from anakin_mz import config as config_lib
 from anakin_mz.eval import dynamics, match, opponents, planning
-from anakin_mz.runtime import export, registry
+from anakin_mz.runtime import export
+from anakin_mz.core import registry
 from anakin_mz.runtime import restore as agent_lib
 
 # What plays for a checkpoint: its greedy search, its greedy network policy,

@@ -13,10 +13,10 @@ import jax
 import numpy as np
 
 import envs
-from anakin_mz import act
-from anakin_mz.runtime import registry
+from anakin_mz.core import act
+from anakin_mz.core import registry
 from anakin_mz.runtime import restore as agent_lib
-from anakin_mz.search import mover_sign
+from anakin_mz.core.search import mover_sign
 
 # 3: the identity nodes of the paper's tree (`search.tree: paper`).
 KIND_NAMES = {0: "choice", 1: "chance", 2: "terminal", 3: "identity"}

@@ -6,7 +6,7 @@ Design: each run (an agent and a seed) is an ordinary run directory
 (`<out>/<label>/`: TensorBoard events, Orbax checkpoints) trained by
 `anakin_mz.runtime.run.train` in chunks, one chunk per schedule point, with the
 training loop's own periodic evaluation switched off. After each chunk the
-checkpoint it saved is scored by `run.evaluate` (the training loop's
+checkpoint it saved is scored by `periodic.evaluate` (the training loop's
 evaluation: greedy search vs random in a match, the game's exact evaluators
 on the greedy network policy, the paper's dynamics tests), the scores go to
 the run's TensorBoard and to one JSON line in `<out>/<label>/compare.jsonl`.
@@ -188,13 +188,13 @@ def _scalar(x) -> float:
 
 
 def score_checkpoint(run_dir: str, num_games: int, key: jax.Array) -> Dict[str, float]:
-  """`run.evaluate` (the training loop's evaluation) on the latest
+  """`periodic.evaluate` (the training loop's evaluation) on the latest
   checkpoint of `run_dir`."""
+  from anakin_mz.eval import periodic
   from anakin_mz.runtime import restore as agent_lib
-  from anakin_mz.runtime import run
 
   agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"))
-  return run.evaluate(agent, agent.params, key, num_games)
+  return periodic.evaluate(agent, agent.params, key, num_games)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +277,7 @@ def compare(
 ) -> Dict[str, List[Dict[str, object]]]:
   """Trains and scores every run to the budget (see the module doc);
   resumes what `out` already holds; rewrites the report (`write_report`)
-  after each round of the schedule. Each point is scored by `run.evaluate`
+  after each round of the schedule. Each point is scored by `periodic.evaluate`
   (the training loop's evaluation), or with `scoring` the NDMZ paper's way
   (`score_paper`). With `score_now` nothing trains: each run whose latest
   checkpoint is past its last scored point (a run a signal or a deadline
@@ -289,6 +289,7 @@ def compare(
       settings (the message names the differences), or with `score_now` a
       checkpoint saved without its game count.
   """
+  from anakin_mz.eval import periodic
   from anakin_mz.runtime import run as run_lib
 
   if eval_games < 2 or eval_games % 2:
@@ -372,6 +373,7 @@ def compare(
       max_minutes=max_minutes,
       progress=False,
       stop=stop,
+      evaluate=periodic.evaluate,
     )
     step = int(_scalar(result.state.update_step))
     env_steps = float(jnp.sum(result.state.env_steps))

@@ -30,12 +30,12 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import jax
 import numpy as np
 
-from anakin_mz import replay as replay_lib
+from anakin_mz.core import replay as replay_lib
 from anakin_mz.runtime import scaling
 from anakin_mz.runtime import seeds as seeds_lib
-from anakin_mz.runtime.anakin import Learner, TrainState
+from anakin_mz.agents.replay_learner import Learner, TrainState
 from anakin_mz.config import Config
-from anakin_mz.selfplay import rollout
+from anakin_mz.core.selfplay import rollout
 
 PIECES = ("rollout", "search", "replay_add", "replay_prepare", "sample", "update")
 

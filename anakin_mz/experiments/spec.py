@@ -391,6 +391,7 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
   import jax.numpy as jnp
 
   from anakin_mz import config as config_lib
+  from anakin_mz.eval import periodic
   from anakin_mz.runtime import run as run_lib
 
   config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, variant, seed))
@@ -398,7 +399,13 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
   log(f"[{variant.name} seed {seed}] training: {command}")
   commit = records_lib.git_commit()  # the code that trains, not the checkout after it
   start = time.perf_counter()
-  result = run_lib.train(config, logdir=logdir, max_minutes=spec.minutes, progress=progress)
+  result = run_lib.train(
+    config,
+    logdir=logdir,
+    max_minutes=spec.minutes,
+    progress=progress,
+    evaluate=periodic.evaluate,
+  )
   if result.stopped_by in ("SIGINT", "SIGTERM"):
     raise ValueError(
       f"{result.stopped_by} stopped {logdir!r} before its budget; delete it and run the "

@@ -263,6 +263,7 @@ def run_bar(
   it is an error (delete it to train again), since a resumed run would not
   have the bar's wall-clock budget.
   """
+  from anakin_mz.eval import periodic
   from anakin_mz.runtime import run
 
   logdir = os.path.join(runs, bar.name, f"seed{seed}")
@@ -284,7 +285,13 @@ def run_bar(
     log(f"[{bar.name} seed {seed}] training {bar.minutes:g} min: {command}")
     commit = records_lib.git_commit()  # the code that trains, not the checkout after it
     start = time.perf_counter()
-    result = run.train(config, logdir=logdir, max_minutes=bar.minutes, progress=progress)
+    result = run.train(
+      config,
+      logdir=logdir,
+      max_minutes=bar.minutes,
+      progress=progress,
+      evaluate=periodic.evaluate,
+    )
     record = {
       "wall_s": time.perf_counter() - start,
       "updates": result.saved_step or 0,

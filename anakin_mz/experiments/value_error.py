@@ -28,11 +28,11 @@ import numpy as np
 
 import envs
 from envs import nannon_solver
-from anakin_mz import act, selfplay
+from anakin_mz.core import act, selfplay
 from anakin_mz.experiments import records as records_lib
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 from anakin_mz.runtime import restore as restore_lib
 
 SOURCES = ("positions", "replay", "fresh")

@@ -11,13 +11,13 @@ from typing import Dict, Mapping
 
 import envs.bots
 
-# The match against uniform random that every evaluation plays (`run.evaluate`).
+# The match against uniform random that every evaluation plays (`periodic.evaluate`).
 SCORE = "eval/vs_random_score_mean"
 WIN_RATE = "eval/vs_random_win_rate"  # shown for zero-sum games only
 
 
 def headline(result: Mapping[str, float], env) -> Dict[str, float]:
-  """The metrics of an evaluation `result` (`run.evaluate`'s keys) that say
+  """The metrics of an evaluation `result` (`periodic.evaluate`'s keys) that say
   most of `env`'s agent: the score against random (and its win rate in a
   zero-sum game), then every score of the game's own evaluators
   (`envs.bots.evaluators`: e.g. exact win probabilities), in `result`'s

@@ -38,7 +38,7 @@ from flax import serialization, traverse_util
 
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
-from anakin_mz.types import Params
+from anakin_mz.core.types import Params
 
 FORMAT = "anakin-mz-model/1"
 SUFFIX = ".msgpack"

@@ -25,7 +25,8 @@ import optax
 from jax.sharding import Mesh
 
 import envs
-from anakin_mz.runtime import registry, threefry
+from anakin_mz.core import registry
+from anakin_mz.runtime import threefry
 from anakin_mz.runtime.mesh import OnMesh, make_mesh
 from anakin_mz.runtime.metrics import StepMetrics
 

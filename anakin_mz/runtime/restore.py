@@ -14,9 +14,9 @@ import envs
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
-from anakin_mz.runtime import registry
-from anakin_mz.search import SearchConfig
-from anakin_mz.types import Model, Params
+from anakin_mz.core import registry
+from anakin_mz.core.search import SearchConfig
+from anakin_mz.core.types import Model, Params
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -2,6 +2,11 @@
 periodic evaluation, Orbax checkpoints, resume, signals and the NaN guard.
 `anakin-mz train` (`anakin_mz.cli.train`) is a thin command line over `train`.
 
+The periodic evaluation is handed in (`evaluate`, an `Evaluate`: the
+command line, the experiments and `anakin_mz.train` hand in
+`eval.periodic.evaluate`), so the runtime imports no evaluation; without
+one, `train.eval_every` is not read and the run evaluates nothing.
+
 How a run ends:
 * the update budget or `--minutes` is reached: the final state is saved
   (once: a step that a periodic checkpoint already saved is not saved again);
@@ -27,20 +32,18 @@ import os
 import signal
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import jax
 import numpy as np
 from jax.sharding import Mesh
 
-import envs.bots
 from anakin_mz import config as config_lib
 from anakin_mz.config import Config
-from anakin_mz.eval import dynamics, match
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import console
 from anakin_mz.runtime import metrics as metrics_lib
-from anakin_mz.runtime import registry
+from anakin_mz.core import registry
 from anakin_mz.runtime import seeds as seeds_lib
 from anakin_mz.runtime import step_cache
 from anakin_mz.runtime.step_cache import KEPT as _STEPS_KEPT  # noqa: F401 (tests read it)
@@ -48,6 +51,13 @@ from anakin_mz.runtime.step_cache import STEPS as _STEPS  # noqa: F401 (tests re
 from anakin_mz.runtime.mesh import make_mesh
 from anakin_mz.runtime import summary
 from anakin_mz.runtime.summary import SummaryWriter
+
+# `evaluate(learner, params, key, num_games) -> metrics`: the periodic
+# evaluation of `learner` (its `config`, `env` and `network`) with `params`
+# (on one device) in `num_games` games, `train.eval_games`; its keys with a
+# "/" are logged, and "eval/vs_random_score_mean" is the progress bar's
+# (`eval.periodic.evaluate`, `console.eval_line`).
+Evaluate = Callable[[Any, Any, jax.Array, int], Dict[str, float]]
 
 
 class NonFiniteError(RuntimeError):
@@ -144,41 +154,6 @@ class _NoWriter:
     pass
 
 
-@functools.lru_cache(maxsize=4)
-def _match_vs_random(agent, num_games: int):
-  """The jitted match `(params, key) -> MatchResult` of the greedy search
-  agent (`AgentSpec.search_policy`) against uniform random: params are an
-  argument, so it compiles once per learner (or restored agent) and game
-  count (a closure over each evaluation's params compiled it again every
-  time, ~8 s of each ~13 s Nannon evaluation)."""
-  env, spec = agent.env, registry.get(agent.config.agent)
-
-  def play(params, key):
-    player = spec.search_policy(agent.network, params, env, agent.config.search)
-    return match.play_match(env, player, envs.random_policy, key, num_games)
-
-  return jax.jit(play)
-
-
-def evaluate(agent, params, key, num_games: int) -> Dict[str, float]:
-  """The run loop's evaluation of `agent` (a learner or a restored agent:
-  its `config`, `env` and `network`) with `params`: its greedy player vs
-  uniform random, all games on device; then the game's extra evaluators
-  (`envs.bots.evaluators`) on its greedy network policy, and where its
-  model has NDMZ's heads the NDMZ paper's dynamics tests
-  (`dynamics/<metric>_k<depth>`)."""
-  env, spec = agent.env, registry.get(agent.config.agent)
-  result = _match_vs_random(agent, num_games)(params, key)
-  out = {f"eval/vs_random_{k}": v for k, v in match.summarize(result).items()}
-  greedy = {"greedy": spec.greedy(agent.network, params)}
-  for evaluator in envs.bots.evaluators(env.id):
-    scores = evaluator.score(env, greedy, key)
-    out.update({f"{evaluator.name}/{k}": v for k, v in scores.items()})
-  if spec.capabilities.dynamics_tests:
-    out.update(dynamics.learner_hook(agent, params))
-  return out
-
-
 def fit_devices(num_devices: int, config: Config) -> int:
   """The most devices, at most `num_devices`, that divide `config`'s global
   sizes (lanes, batch rows, reanalysed rows)."""
@@ -263,6 +238,7 @@ def train(
   mesh: Optional[Mesh] = None,
   on_step: Optional[Callable[[Dict[str, float]], None]] = None,
   stop: Optional[Callable[[Dict[str, float]], bool]] = None,
+  evaluate: Optional[Evaluate] = None,
 ) -> RunResult:
   """Trains `config`'s agent (its learner, `registry.make_learner`) until
   `max_updates` updates (default `train.total_updates`) or `max_minutes` of
@@ -271,6 +247,8 @@ def train(
   each step's history row as it comes; `stop(row)`, asked after each step,
   ends the run there when it says True (`stopped_by` "stop"; the step is
   checkpointed as at any end: a round of a round-based driver).
+  `evaluate` is the periodic evaluation, every `train.eval_every` updates
+  (`Evaluate`); None: none.
 
   Raises:
     ValueError: an unwritable logdir; checkpoints present without `resume`;
@@ -282,7 +260,7 @@ def train(
       f"the config is a study of seeds {list(config.train.seeds)} (train.seeds): "
       "run.train_seeds trains it"
     )
-  loop = _Loop(config, logdir, mesh, max_updates, checkpoint_dir)
+  loop = _Loop(config, logdir, mesh, max_updates, checkpoint_dir, evaluate)
   return loop.run(resume, max_minutes, progress, on_step, stop)[0]
 
 
@@ -295,6 +273,7 @@ def train_seeds(
   max_minutes: Optional[float] = None,
   progress: bool = True,
   mesh: Optional[Mesh] = None,
+  evaluate: Optional[Evaluate] = None,
 ) -> List[RunResult]:
   """Trains the study of `config.train.seeds`: each seed S the run `train`
   makes of `seeds.single(config, S)`, all of them as one compiled program
@@ -318,7 +297,7 @@ def train_seeds(
   """
   if not config.train.seeds:
     raise ValueError("train_seeds needs a study's config (train.seeds); run.train trains one run")
-  loop = _Loop(config, logdir, mesh, max_updates, None)
+  loop = _Loop(config, logdir, mesh, max_updates, None, evaluate)
   return loop.run(resume, max_minutes, progress, None, None)
 
 
@@ -342,7 +321,7 @@ class _Loop:
   learner, the state (a study's with its seed axis) and each run's
   bookkeeping (`_Run`); `run` steps it to the end."""
 
-  def __init__(self, config, logdir, mesh, max_updates, checkpoint_dir):
+  def __init__(self, config, logdir, mesh, max_updates, checkpoint_dir, evaluate):
     try:
       os.makedirs(logdir, exist_ok=True)
     except OSError as e:
@@ -351,6 +330,9 @@ class _Loop:
       raise ValueError(f"logdir {logdir!r} is not writable")
     tc = config.train
     self.config = config
+    self.evaluate = evaluate
+    # Updates between evaluations: none without an evaluation to run.
+    self.eval_every = tc.eval_every if evaluate is not None else 0
     self.target = tc.total_updates if max_updates is None else max_updates
     self.learner = registry.make_learner(config, mesh)
     self.env = self.learner.env
@@ -470,7 +452,7 @@ class _Loop:
       # copy also works for arrays spread over several processes).
       params = run.one(jax.device_get(self.state.params))
       params = jax.device_put(params, jax.local_devices()[0])
-      result = evaluate(learner, params, k, tc.eval_games)
+      result = self.evaluate(learner, params, k, tc.eval_games)
       result.update(update_step=step, env_steps=env_steps, wall_s=wall_s)
       run.evals.append(result)
       logged = {k2: v for k2, v in result.items() if "/" in k2}
@@ -488,7 +470,7 @@ class _Loop:
     try:
       with signals:
         for run in runs:
-          if tc.eval_every and run.last_eval == 0:
+          if self.eval_every and run.last_eval == 0:
             run_eval(run, 0, 0.0, time.perf_counter() - start)  # the untrained agent
         while signals.requested is None:
           before = self.steps()
@@ -534,9 +516,9 @@ class _Loop:
               run.writer.scalars(step, {summary.tag(k): v for k, v in row.items()})
               run.last_log = step
             if (
-              tc.eval_every
+              self.eval_every
               and signals.requested is None
-              and (step - run.last_eval >= tc.eval_every or step >= target)
+              and (step - run.last_eval >= self.eval_every or step >= target)
             ):
               result = run_eval(run, step, row["env_steps"], row["wall_s"])
               run.latest_eval = f"{result['eval/vs_random_score_mean']:+.2f}"
@@ -567,7 +549,7 @@ class _Loop:
         for run in runs:
           if (
             stopped_by == "minutes"
-            and tc.eval_every
+            and self.eval_every
             and run.history
             and run.last_eval != run.at(steps)
           ):

@@ -59,10 +59,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from anakin_mz import lookahead, value_transform
-from anakin_mz.networks import Network
-from anakin_mz.replay import Batch
-from anakin_mz.types import Params, UnrollOutput
+from anakin_mz.core import lookahead, value_transform
+from anakin_mz.core.networks import Network
+from anakin_mz.core.replay import Batch
+from anakin_mz.core.types import Params, UnrollOutput
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,11 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import envs
-from anakin_mz import replay as replay_lib
-from anakin_mz.config import Config
-from anakin_mz.networks import Network
-from anakin_mz.search import ndmz_search
-from anakin_mz.types import Params
+from anakin_mz.core import replay as replay_lib
+from anakin_mz.core.networks import Network
+from anakin_mz.core.search import SearchConfig, ndmz_search
+from anakin_mz.core.types import Params
 
 
 def reanalysed_rows(batch_size: int, rows: int, num_shards: int = 1) -> np.ndarray:
@@ -88,7 +87,10 @@ def refresh(
   *,
   network: Network,
   env: envs.Env,
-  config: Config,
+  search: SearchConfig,
+  num_rows: int,
+  td_steps: int,
+  discount: float,
   num_shards: int = 1,
 ) -> replay_lib.Batch:
   """`batch` with fresh targets in its reanalysed rows (module docstring).
@@ -100,18 +102,20 @@ def refresh(
       of the batch, or one shard's N/S.
     starts: the starts `batch` was built from (`replay.sample_starts`).
     key: the update's key (each row's search key is folded from it).
-    network, env, config: the model, the game and the run's config
-      (`train.reanalyse_fraction`, `train.td_steps`, `discount`, `search`).
+    network, env: the model and the game.
+    search: the run's search settings (self-play's, `config.search`).
+    num_rows: R, the reanalysed samples of the whole batch
+      (`train.reanalyse_rows`); 0: none.
+    td_steps: the value targets' bootstrap (`train.td_steps`; 0: the outcome).
+    discount: the return's discount (`config.discount`).
     num_shards: S, the shards (devices) the batch is split over.
 
   Returns:
     The batch with `target_policy` (and with `td_steps > 0` `target_value`)
     of the reanalysed rows from the fresh search; with R = 0, `batch` itself.
   """
-  num_rows = config.train.reanalyse_rows
   if num_rows == 0:
     return batch
-  td_steps = config.train.td_steps
   n, k1 = batch.target_value.shape
   batch_size = n * num_shards
   if num_rows > batch_size:
@@ -149,7 +153,7 @@ def refresh(
       mask,
       num_players=env.num_players,
       payoff=env.payoff,
-      config=config.search,
+      config=search,
       temperature=1.0,
     )
 
@@ -169,7 +173,7 @@ def refresh(
   root = data.player[prepared.phys[i, lane[:, 0]], lane[:, 0]][:, None]
   if env.payoff == "zero_sum":
     delta = jnp.where(mover == root, delta, -delta)
-  scale = jnp.power(config.discount, (boot - pos).astype(jnp.float32))
+  scale = jnp.power(discount, (boot - pos).astype(jnp.float32))
   fresh_value = batch.target_value[picked] + jnp.where(has_boot, scale * delta, 0.0)
   return batch.replace(target_value=batch.target_value.at[picked].set(fresh_value))
 

@@ -12,7 +12,7 @@ Slots. mctx gives every node the same number of child slots; we use
 `S = max(A, C)` (A choice actions, C chance outcomes). At a choice node slot
 `a` is player action `a` (slots `>= A` are masked); at a chance node slot `c` is
 chance outcome `c` (slots `>= C` masked). The recurrent wrapper turns the slot
-into the *unified* action of `anakin_mz.types` (`a`, or `A + c`) before calling
+into the *unified* action of `anakin_mz.core.types` (`a`, or `A + c`) before calling
 the user's `recurrent_fn` (g then f).
 
 Node kinds. The root is a choice node of relative player 0, with the real legal
@@ -58,7 +58,7 @@ an identity node after every choice and chance edge whose class is drawn by
 roulette again at every visit, a backup only when a simulation ends at a
 choice or terminal node, and no rewards (a terminal node backs up the value of
 the closest choice node above it). PUCT root only. `SearchConfig.tree` and
-`anakin_mz.search.paper` say how it differs from the tree above.
+`anakin_mz.core.search.paper` say how it differs from the tree above.
 
 Gumbel root (`config.root="gumbel"`, `gumbel`). The root runs Gumbel MuZero's
 sequential halving (`mctx.gumbel_muzero_policy`, Danihelka et al. 2022) over
@@ -72,9 +72,9 @@ alternating model above it makes exactly the choices of
 `mctx.gumbel_muzero_policy` with discount -1 for the same key (tested).
 """
 
-from anakin_mz.search.config import SearchConfig, SearchOutput
-from anakin_mz.search.puct import add_root_noise, ndmz_search, search_output, select_action
-from anakin_mz.search.tree import mover_sign
+from anakin_mz.core.search.config import SearchConfig, SearchOutput
+from anakin_mz.core.search.puct import add_root_noise, ndmz_search, search_output, select_action
+from anakin_mz.core.search.tree import mover_sign
 
 __all__ = [
   "SearchConfig",

@@ -1,5 +1,5 @@
 """Drawing a batch of K-step unrolls from the prepared buffer
-(`anakin_mz.replay`): starts stratified by lane, sharded, and their
+(`anakin_mz.core.replay`): starts stratified by lane, sharded, and their
 targets."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 
 from envs.core import CHANCE
-from anakin_mz.replay.buffer import BufferState
-from anakin_mz.replay.targets import Prepared, prepare
-from anakin_mz.types import relative_identity, terminal_identity
+from anakin_mz.core.replay.buffer import BufferState
+from anakin_mz.core.replay.targets import Prepared, prepare
+from anakin_mz.core.types import relative_identity, terminal_identity
 
 
 @chex.dataclass(frozen=True)

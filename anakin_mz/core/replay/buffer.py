@@ -1,5 +1,5 @@
 """The replay buffer's storage: a ring of self-play steps per lane
-(`anakin_mz.replay`)."""
+(`anakin_mz.core.replay`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
     g(s^{k-1}, a)           -> latent s^k, reward r^k, identity logits i^k
     f(s^k)                  -> choice-policy logits p^k, chance logits c^k, value v^k
 
-`a` is a *unified* action (`anakin_mz.types`): player action `a` is `a`,
+`a` is a *unified* action (`anakin_mz.core.types`): player action `a` is `a`,
 chance outcome `c` is `num_actions + c`; g sees it one-hot over
 `num_actions + num_chance_outcomes`. The identity head has `num_players + 2`
 classes (relative players, chance, terminal). Values and rewards are from the
@@ -36,13 +36,13 @@ The latent is min-max scaled to [0, 1] per sample (MuZero appendix G) unless
 
 With `noop_action=True` f's choice- and chance-policy heads have one more
 output each, the paper's no-op action (3.2), which the loss trains where it is
-not that head's player's turn (`anakin_mz.loss`). `predict`, `root` and
+not that head's player's turn (`anakin_mz.core.loss`). `predict`, `root` and
 `recurrent` return the A (C) real actions only, so the search's priors are
 the softmax renormalised over them; `unroll` returns the no-op logits apart
 (`UnrollOutput.policy_noop_logits`, `chance_noop_logits`).
 
 Value and reward heads are one scalar ("scalar") or logits over the support
-`[-S, S]` of `h(x)` ("categorical", `anakin_mz.value_transform`). `Network.root`
+`[-S, S]` of `h(x)` ("categorical", `anakin_mz.core.value_transform`). `Network.root`
 and `Network.recurrent` always return scalars; `Network.unroll` returns logits.
 """
 
@@ -58,8 +58,8 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from anakin_mz import value_transform
-from anakin_mz.types import ModelOutput, Params, UnrollOutput
+from anakin_mz.core import value_transform
+from anakin_mz.core.types import ModelOutput, Params, UnrollOutput
 
 KINDS = ("mlp", "conv", "resnet")
 VALUE_HEADS = ("scalar", "categorical")

@@ -21,7 +21,7 @@ numbers of transitions (self-play that skips the search at chance nodes)
 leave no padding between chunks.
 
 Targets (see `sample`), all from the point of view of the player to move at
-the start step t (the "root mover", `anakin_mz.types`):
+the start step t (the "root mover", `anakin_mz.core.types`):
 
 * value z_{t+k}: the discounted sum of rewards from t+k to the episode's end
   (`td_steps=0`, the default), or the n-step return bootstrapped from the
@@ -53,9 +53,15 @@ gradient of the paper's MLP on a 2-core CPU
 (`pytest -s -m slow tests/test_replay.py -k costs`).
 """
 
-from anakin_mz.replay.buffer import Transition, BufferState, example_transition, init_buffer, add
-from anakin_mz.replay.targets import Prepared, prepare, value_targets, start_mask, can_sample
-from anakin_mz.replay.sampling import (
+from anakin_mz.core.replay.buffer import (
+  Transition,
+  BufferState,
+  example_transition,
+  init_buffer,
+  add,
+)
+from anakin_mz.core.replay.targets import Prepared, prepare, value_targets, start_mask, can_sample
+from anakin_mz.core.replay.sampling import (
   Batch,
   Starts,
   sample,

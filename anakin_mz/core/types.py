@@ -26,7 +26,7 @@ Params = chex.ArrayTree
 Embedding = chex.ArrayTree
 # An agent's model: its network and, for the agents that plan with the real
 # game, the game (`networks.Network`, `agents.alphazero.TrueModel`, ...). Only
-# the agent's own callables look inside it (`runtime.registry`).
+# the agent's own callables look inside it (`core.registry`).
 Model = Any
 
 

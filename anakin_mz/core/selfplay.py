@@ -50,10 +50,10 @@ import jax.numpy as jnp
 
 import envs
 from envs.core import raw_key
-from anakin_mz.act import SearchFn, model_search
-from anakin_mz.replay import Transition
-from anakin_mz.search import SearchConfig, SearchOutput
-from anakin_mz.types import Model, Params, where_lanes
+from anakin_mz.core.act import SearchFn, model_search
+from anakin_mz.core.replay import Transition
+from anakin_mz.core.search import SearchConfig, SearchOutput
+from anakin_mz.core.types import Model, Params, where_lanes
 
 
 @chex.dataclass(frozen=True)

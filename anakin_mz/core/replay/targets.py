@@ -1,5 +1,5 @@
 """The targets of the whole buffer, derived once per chunk
-(`anakin_mz.replay`): returns, segments and valid starts (`prepare`)."""
+(`anakin_mz.core.replay`): returns, segments and valid starts (`prepare`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from envs.core import PAYOFF_KINDS
-from anakin_mz.replay.buffer import BufferState, lane_get, lane_set
+from anakin_mz.core.replay.buffer import BufferState, lane_get, lane_set
 
 
 def _check(num_players: int, payoff: str, td_steps: int, discount: float):

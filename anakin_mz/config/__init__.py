@@ -12,7 +12,7 @@ top-level settings:
     train:   {...}                               # TrainConfig below
     seed: 0
     discount: 1.0    # the return's discount: the tree's edges and the value targets
-    agent: ndmz      # a registered agent (`runtime.registry.names()`)
+    agent: ndmz      # a registered agent (`core.registry.names()`)
     <agent>: {...}   # the agent's own section, where it registers one
                      # (`ppo`, `tdlambda`): the keys no other agent reads
 
@@ -37,7 +37,7 @@ Overrides use dotted keys: `train.batch_size=64`, `search.num_simulations=25`,
 also take the spellings YAML 1.1 leaves as strings (`3e-4`, `1e9`), and
 `1_000` and `.5` (`parse_number`); booleans are `true`/`false`.
 
-A section's mapping becomes its dataclass through dacite (`config_sections.build_section`),
+A section's mapping becomes its dataclass through dacite (`config.sections.build_section`),
 which the dataclass's own checks then validate. Why dacite: it does this one
 step, mapping -> typed frozen dataclass, and nothing else, so the
 dataclasses stay what the code passes around (hashable: jit's static
@@ -76,22 +76,24 @@ from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 import yaml
 
 import envs
-from anakin_mz.config_sections import build_section, top_level_number
-from anakin_mz.config_sections import parse_number as parse_number  # public: `config.parse_number`
+from anakin_mz.config.sections import build_section, top_level_number
+from anakin_mz.config.sections import parse_number as parse_number  # public: `config.parse_number`
 from envs.core import ParamValue
 
 if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazily
-  from anakin_mz.loss import LossConfig
-  from anakin_mz.networks import NetworkConfig
-  from anakin_mz.search import SearchConfig
+  from anakin_mz.core.loss import LossConfig
+  from anakin_mz.core.networks import NetworkConfig
+  from anakin_mz.core.search import SearchConfig
 
 
 LR_SCHEDULES = ("constant", "cosine")
 
 
 def _registry():
-  # The agents (`runtime.registry`) import this module: read lazily.
-  from anakin_mz.runtime import registry
+  # The agent registry (`core.registry`, a layer below: it imports JAX, so it
+  # is read lazily). Whoever runs agents has imported them (`anakin_mz.agents`),
+  # which registers them; an unregistered name is refused naming the valid ones.
+  from anakin_mz.core import registry
 
   return registry
 
@@ -198,9 +200,9 @@ class TrainConfig:
 
 def _section_classes():
   # Imported lazily: these modules pull in flax and mctx.
-  from anakin_mz.loss import LossConfig
-  from anakin_mz.networks import NetworkConfig
-  from anakin_mz.search import SearchConfig
+  from anakin_mz.core.loss import LossConfig
+  from anakin_mz.core.networks import NetworkConfig
+  from anakin_mz.core.search import SearchConfig
 
   return {
     "network": NetworkConfig,
@@ -222,7 +224,7 @@ class Config:
   train: TrainConfig
   seed: int = 0
   discount: float = 1.0  # the return's discount: search edges and value targets
-  agent: str = "ndmz"  # a registered agent (`runtime.registry`)
+  agent: str = "ndmz"  # a registered agent (`core.registry`)
   # The agent's own section (`<agent>:` in the file), where it registers one.
   agent_config: Optional[object] = None
 

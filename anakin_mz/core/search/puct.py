@@ -1,7 +1,7 @@
 """The NDMZ search with the PUCT root (`ndmz_search`, which hands a
 `config.root="gumbel"` search to `gumbel`, and grows a `config.tree="paper"`
 tree with `paper`): the root prior with Dirichlet noise, PUCT at every choice
-node and the move drawn from the root's visits. See `anakin_mz.search`."""
+node and the move drawn from the root's visits. See `anakin_mz.core.search`."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.backup import expectimax_root_q, with_expected_chance
-from anakin_mz.search.config import FINAL_MOVES, PAYOFFS, SearchConfig, SearchOutput
-from anakin_mz.search.gumbel import _gumbel_search
-from anakin_mz.search.paper import run_paper_tree
-from anakin_mz.search.tree import (
+from anakin_mz.core.search.backup import expectimax_root_q, with_expected_chance
+from anakin_mz.core.search.config import FINAL_MOVES, PAYOFFS, SearchConfig, SearchOutput
+from anakin_mz.core.search.gumbel import _gumbel_search
+from anakin_mz.core.search.paper import run_paper_tree
+from anakin_mz.core.search.tree import (
   _interior_invalid,
   _logits_from_probs,
   _mask_invalid_actions,
@@ -28,7 +28,7 @@ from anakin_mz.search.tree import (
   _run_tree,
   _select,
 )
-from anakin_mz.types import ModelOutput, Params, RecurrentFn
+from anakin_mz.core.types import ModelOutput, Params, RecurrentFn
 
 
 def ndmz_search(

@@ -1,7 +1,7 @@
 """The NDMZ search with the Gumbel root (`config.root="gumbel"`,
 `mctx.gumbel_muzero_policy`'s root): sequential halving over Gumbel-perturbed
 logits at the root, Gumbel MuZero's deterministic rule on the completed Q at
-every interior choice node. See `anakin_mz.search`."""
+every interior choice node. See `anakin_mz.core.search`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.config import SearchOutput
-from anakin_mz.search.backup import with_expected_chance
-from anakin_mz.search.tree import (
+from anakin_mz.core.search.config import SearchOutput
+from anakin_mz.core.search.backup import with_expected_chance
+from anakin_mz.core.search.tree import (
   _interior_invalid,
   _mask_invalid_actions,
   _masked_argmax,
@@ -22,7 +22,7 @@ from anakin_mz.search.tree import (
   _run_tree,
   _select,
 )
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.types import ModelOutput
 
 
 def _gumbel_search(

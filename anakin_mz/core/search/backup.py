@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.tree import _CHANCE, _CHOICE, _TERMINAL, mover_sign
+from anakin_mz.core.search.tree import _CHANCE, _CHOICE, _TERMINAL, mover_sign
 
 
 CHOICE_RULES = ("max", "mean")

@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.search.tree import (
+from anakin_mz.core.search.tree import (
   _CHANCE,
   _CHOICE,
   _TERMINAL,
@@ -59,7 +59,7 @@ from anakin_mz.search.tree import (
   _select,
   check_model_output,
 )
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.types import ModelOutput
 
 _IDENTITY = 3
 

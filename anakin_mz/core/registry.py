@@ -11,25 +11,28 @@ handed in, as `mctx` takes a `recurrent_fn`: its learner class, its model,
 its search and its players. Nothing outside the agents' own modules and this
 one chooses by an agent's, a network's or a learner's type.
 
-The registry loads the agents (imports `anakin_mz.agents`) the first time it
-is read, so the runtime imports no agent module itself; then the agents of
-other installed packages, named by their `anakin_mz.agents` entry points
-(`envs.plugins`; docs/extending.md).
+The registry loads none of this package's modules: an agent is registered
+when its module is imported, and whoever runs agents imports them (the
+command line, `anakin_mz`'s public names and the experiments import
+`anakin_mz.agents`, which registers every built-in agent in order). The
+first time it is read, the registry adds the agents of other installed
+packages, named by their `anakin_mz.agents` entry points (`envs.plugins`;
+docs/extending.md). A name it does not hold is an error that lists the
+names it does, and says so where no agent is registered at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import chex
 
 import envs
 from envs import plugins
-from anakin_mz import act, lookahead
-from anakin_mz.search import SearchConfig
-from anakin_mz.types import Model, Params
+from anakin_mz.core import act, lookahead
+from anakin_mz.core.search import SearchConfig
+from anakin_mz.core.types import Model, Params
 
 _REGISTRY: Dict[str, "AgentSpec"] = {}
 
@@ -174,7 +177,7 @@ def _add_plugin(name: str, obj: object) -> None:
   """Registers the `AgentSpec` entry point `name` loads (`envs.plugins`);
   one its module registered already stands."""
   if not isinstance(obj, AgentSpec):
-    raise ValueError(f"names {obj!r}, which is not an anakin_mz.runtime.registry.AgentSpec")
+    raise ValueError(f"names {obj!r}, which is not an anakin_mz.core.registry.AgentSpec")
   if obj.name != name:
     raise ValueError(f"the entry point's name must be the agent's: its AgentSpec is {obj.name!r}")
   if _REGISTRY.get(name) is not obj:
@@ -185,7 +188,6 @@ _PLUGINS = plugins.Plugins(plugins.AGENTS, _add_plugin)
 
 
 def _load() -> Dict[str, AgentSpec]:
-  importlib.import_module("anakin_mz.agents")  # each of its modules registers one agent
   _PLUGINS.load()
   return _REGISTRY
 
@@ -203,6 +205,11 @@ def get(name: str) -> AgentSpec:
   """
   agents = _load()
   if not isinstance(name, str) or name not in agents:
+    if not agents:
+      raise ValueError(
+        f"unknown agent {name!r}: no agent is registered (import anakin_mz.agents, "
+        "as the command line does, to register the built-in ones)"
+      )
     raise ValueError(f"unknown agent {name!r}; valid agents: {', '.join(agents)}")
   return agents[name]
 

@@ -1,11 +1,11 @@
-"""One Anakin step: self-play chunk -> replay -> N gradient updates, as a
-single jitted function, in the style of Stoix's `get_learner_fn`. Everything
-a run needs lives in `TrainState`, so a checkpoint of it resumes a run
-exactly.
+"""The replay learner of NDMZ, AlphaZero and Stochastic MuZero: one Anakin
+step, self-play chunk -> replay -> N gradient updates, as a single jitted
+function, in the style of Stoix's `get_learner_fn`. Everything a run needs
+lives in `TrainState`, so a checkpoint of it resumes a run exactly.
 
 Devices: `TrainState` is the global state (all `num_envs` lanes, one replay
 buffer with a ring per lane, one run key), laid out over a
-`jax.sharding.Mesh` of every device with one data-parallel axis (`mesh.py`):
+`jax.sharding.Mesh` of every device with one data-parallel axis (`runtime/mesh.py`):
 the self-play lanes and the buffer's lanes are split over the devices,
 parameters, optimizer state, the run key and the counters are replicated.
 `Learner.local_step` is the step of one device's share, run on every
@@ -16,7 +16,7 @@ stratified by lane, `replay.sample_starts`), reanalyse included. The only
 collectives are the mean of the gradients and losses over the devices, the
 sums of the self-play counts, and one readiness check per chunk. The same
 seed gives the same run on any device count, multi-host included
-(`host.py`), to float rounding (`tests/test_sharding.py`). `num_envs` and
+(`runtime/host.py`), to float rounding (`tests/test_sharding.py`). `num_envs` and
 `batch_size` are global and must divide by the device count.
 """
 
@@ -31,15 +31,15 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
-from anakin_mz import reanalyse as reanalyse_lib
-from anakin_mz import replay as replay_lib
+from anakin_mz.core import reanalyse as reanalyse_lib
+from anakin_mz.core import replay as replay_lib
 from anakin_mz.config import Config
-from anakin_mz.loss import ndmz_loss
+from anakin_mz.core.loss import ndmz_loss
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.metrics import StepMetrics, search_stats
-from anakin_mz.selfplay import ActorState, init_actors, rollout
+from anakin_mz.core.selfplay import ActorState, init_actors, rollout
 from envs.core import raw_key
 
 
@@ -180,7 +180,10 @@ class Learner(BaseLearner):
       key,
       network=self.network,
       env=self.env,
-      config=self.config,
+      search=self.config.search,
+      num_rows=self.config.train.reanalyse_rows,
+      td_steps=self.config.train.td_steps,
+      discount=self.config.discount,
       num_shards=self.num_devices,
     )
 

@@ -1,7 +1,7 @@
 """How an agent acts: the pieces its moves are built from, as `envs.Policy`s
 (`policy(state, key) -> actions`, batched states, key last).
 
-An agent hands the runtime its search as a `SearchFn` (`runtime.registry`);
+An agent hands the runtime its search as a `SearchFn` (`core.registry`);
 self-play (`selfplay.rollout`) runs it with a temperature, and `search_player`
 plays it greedily in evaluation, `play.py` and the opponents. The agents that
 search the NDMZ tree on a model's root and recurrent function share
@@ -19,8 +19,8 @@ import chex
 import jax.numpy as jnp
 
 import envs
-from anakin_mz.search import SearchConfig, SearchOutput, ndmz_search
-from anakin_mz.types import Model, ModelOutput, Params, RecurrentFn
+from anakin_mz.core.search import SearchConfig, SearchOutput, ndmz_search
+from anakin_mz.core.types import Model, ModelOutput, Params, RecurrentFn
 
 
 class SearchFn(Protocol):

@@ -1,7 +1,7 @@
 """The NDMZ tree on `mctx.search`: the nodes' kinds and players (`_Node`),
 the expansion through the model (`_recurrent`) and the slot selection at
 chance and terminal nodes (`_select`); the choice nodes' rule is the
-root's (`puct`, `gumbel`). See `anakin_mz.search`."""
+root's (`puct`, `gumbel`). See `anakin_mz.core.search`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from anakin_mz.types import ModelOutput
+from anakin_mz.core.types import ModelOutput
 
 # Node kinds stored in `_Node.kind`.
 _CHOICE = 0
