@@ -8,6 +8,7 @@ import pytest
 
 import envs
 from anakin_mz import config as config_lib
+from anakin_mz.config import files as config_files
 
 # The shipped training configs (strength.yaml, the strength bars, is not one).
 CONFIGS = [config_lib.shipped_path(f"{name}.yaml") for name in config_lib.shipped()]
@@ -107,7 +108,7 @@ def test_every_registered_env_has_a_default_config_by_its_kind(name):
 
 
 def test_a_kind_without_a_base_asks_for_a_config_path(monkeypatch):
-  monkeypatch.setattr(config_lib, "shipped", lambda: ())  # carchess: collaborative, no file
+  monkeypatch.setattr(config_files, "shipped", lambda: ())  # carchess: collaborative, no file
   with pytest.raises(ValueError, match=r"env 'carchess' has no config of its own.*--config PATH"):
     config_lib.default_source("carchess")
 

@@ -186,3 +186,15 @@ def test_no_module_of_the_package_is_over_700_lines():
           if lines > 700:
             long[os.path.relpath(path, root)] = lines
   assert not long, f"modules over 700 lines: {long}"
+
+
+def test_the_top_of_the_package_holds_at_most_six_modules():
+  """The layers are folders (`core/`, `config/`, `runtime/`, `agents/`,
+  `eval/`, `experiments/`, `cli/`; the import-linter contracts in
+  pyproject.toml hold their order): at most 6 modules sit at the top of
+  `anakin_mz/`."""
+  import os
+
+  root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "anakin_mz")
+  top = sorted(f for f in os.listdir(root) if f.endswith(".py"))
+  assert len(top) <= 6, f"modules at the top of anakin_mz/: {top}"
