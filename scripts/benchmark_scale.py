@@ -63,6 +63,8 @@ def main(argv=None) -> int:
 
   try:  # the devices before anything starts JAX
     devices = host.configure(args.devices)
+    from anakin_mz import agents  # noqa: F401 (registers every agent)
+
     cfg, _, _ = config_lib.load_for_env(args.env, None, list(args.overrides))
     for n in args.lanes:  # every size checked before anything compiles
       scaling.scale(cfg, n)

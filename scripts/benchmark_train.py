@@ -43,6 +43,8 @@ def main(argv=None) -> int:
     parser.error("--repeats must be >= 1")
   if any(o.split("=", 1)[0].strip() == "train.search_at_chance" for o in args.overrides):
     parser.error("train.search_at_chance is set by the benchmark (it runs both paths)")
+  from anakin_mz import agents  # noqa: F401 (registers every agent)
+
   configs = []
   try:
     for name, flag in (("decisions", "false"), ("everywhere", "true")):
