@@ -47,8 +47,9 @@ compiled program with a seed axis, issue 64) when
 
 * the budget has no `minutes`: the seeds of one program share its
   wall-clock (on a CPU, 4 seeds make each step about 4x longer), so a
-  minutes budget would silently give each seed less; such a spec trains
-  its seeds one after another, as an `updates` budget needs not;
+  minutes budget would silently give each seed less: a spec with one
+  trains its seeds one after another (an `updates` budget means the same
+  in one program);
 * the agent's step takes a seed axis (`capabilities.seed_axis`);
 * the memory fits: the bytes of one learner's state (params, optimizer
   state, replay, self-play lanes: `state_bytes`, from shapes alone) x the
@@ -59,7 +60,7 @@ compiled program with a seed axis, issue 64) when
 
 `yes` trains them as one program wherever the agent can (a minutes budget
 is then the study's, shared), `no` one after another. One line says which
-and why: `[base] seeds 0 1 2: one program (est. 0.4 GiB of 20 GiB free host
+and why: `[base] seeds 0 1 2: one program (est. 412 MiB of 20.3 GiB free host
 memory)`. Each seed of a study still trains into its own
 `<variant>_s<seed>` (`run.train_seeds(run_dirs=...)`) with its own
 `train.json`, `eval.json` and record, the figures it would have made alone
@@ -100,7 +101,6 @@ _KEYS = (
 TOGETHER = ("auto", "yes", "no")
 # A study's estimated memory: its state's bytes x this (module doc).
 SAFETY = 4
-_GIB = 2.0**30
 
 _EVAL_KEYS = (
   "games",
@@ -303,17 +303,15 @@ def study_dir(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int]) -> 
   return os.path.join(where, f"{variant.name}_seeds_{'_'.join(map(str, seeds))}")
 
 
-def state_bytes(spec: Spec, variant: Variant, seed: int) -> int:
-  """The bytes of one learner's state for `variant` (params, optimizer
-  state, replay, self-play lanes, as laid out on every device), from its
-  shapes alone (`jax.eval_shape` of its `init`: nothing is allocated)."""
+def state_bytes(config) -> int:
+  """The bytes of one learner's state under `config` (params, optimizer
+  state, replay, self-play lanes: its global arrays), from its shapes alone
+  (`jax.eval_shape` of its `init`: nothing is allocated or compiled)."""
   import jax
   import numpy as np
 
-  from anakin_mz import config as config_lib
   from anakin_mz.runtime import registry
 
-  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, variant, seed))
   learner = registry.make_learner(config)
   shapes = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
   return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
@@ -353,36 +351,38 @@ def choose(
   Raises:
     ValueError: `together` not one of `TOGETHER`.
   """
+  from anakin_mz import config as config_lib
   from anakin_mz.runtime import registry
 
   check_together(together)
   if together == "no":
-    return False, "as asked (seeds together: no)"
-  agent = registry.get(_agent(spec, variant, seeds[0]))
+    return False, "as asked: seeds together no"
+  overrides = overrides_of(spec, variant, seeds[0])
+  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides)
+  agent = registry.get(config.agent)
   if not agent.capabilities.seed_axis:
     return False, f"agent {agent.name!r} cannot (its step takes no seed axis)"
   if together == "yes":
     shared = "" if spec.minutes is None else f"; they share the {spec.minutes:g}-minute budget"
-    return True, f"as asked (seeds together: yes){shared}"
+    return True, f"as asked: seeds together yes{shared}"
   if spec.minutes is not None:
     return False, (
-      f"the {spec.minutes:g}-minute budget would be split among the seeds of one program "
-      "(--seeds-together yes shares it)"
+      f"the {spec.minutes:g}-minute budget would be split among the seeds of one program; "
+      "seeds together yes shares it"
     )
-  need = state_bytes(spec, variant, seeds[0]) * len(seeds) * SAFETY
+  need = state_bytes(config) * len(seeds) * SAFETY
   free, what = free_memory()
   if free is None:
-    return True, f"est. {need / _GIB:.2g} GiB; {what}"
+    return True, f"est. {_size(need)}; {what}"
   if need > free:
-    return False, f"would need est. {need / _GIB:.2g} GiB, {free / _GIB:.3g} GiB {what}"
-  return True, f"est. {need / _GIB:.2g} GiB of {free / _GIB:.3g} GiB {what}"
+    return False, f"would need est. {_size(need)}, {_size(free)} {what}"
+  return True, f"est. {_size(need)} of {_size(free)} {what}"
 
 
-def _agent(spec: Spec, variant: Variant, seed: int) -> str:
-  from anakin_mz import config as config_lib
-
-  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides_of(spec, variant, seed))
-  return config.agent
+def _size(nbytes: int) -> str:
+  if nbytes < 2**30:
+    return f"{nbytes / 2**20:.3g} MiB"
+  return f"{nbytes / 2**30:.3g} GiB"
 
 
 def check_together(together: str) -> None:
