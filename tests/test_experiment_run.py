@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
+import jax
+import numpy as np
 import pytest
 import tiny
 
 from anakin_mz.cli import experiment as cli
 from anakin_mz.experiments import records, spec as spec_lib
+from anakin_mz.runtime import restore
 
 # A fixed temperature span keeps total_updates out of the compiled step (as
 # tests/test_strength.py): with its 20 games, both tests compile the same
@@ -103,6 +107,63 @@ def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
   assert ev.budget.updates == 8 and ev.evaluation["games"] == 20
 
 
+def test_a_variants_seeds_train_as_one_program_with_the_figures_of_one_after_another(tmp_path):
+  """An updates budget: seeds 3 and 4 trained as one program (`auto`) make
+  the records of the two trained one after another (`no`): params to float
+  rounding, the same figures, updates and env steps; the record's command
+  is the study's `--seeds` and its note says the wall-clock was shared. A
+  minutes budget keeps them one after another. (tests/test_seeds.py's
+  config: its single runs' and its study's steps, from the XLA cache.)"""
+  config = tiny.TINY + ("train.checkpoint_every=0", "train.total_updates=4")
+  overrides = ", ".join(f'"{o}"' for o in config)
+  path = _spec(
+    tmp_path,
+    f"name: pair\nenv: catch\nconfig: catch\noverrides: [{overrides}]\n"
+    "seeds: [3, 4]\nbudget: {updates: 4}\nevaluation: {games: 20, seed: 5, measure: score}\n"
+    "variants:\n  base: []\n",
+    "pair.yaml",
+  )
+  spec = spec_lib.load(path)
+  lines, got = {}, {}
+  for together in ("no", "auto"):
+    lines[together] = []
+    got[together] = spec_lib.run(
+      spec, str(tmp_path / together), progress=False, log=lines[together].append, together=together
+    )
+  assert "[base] seeds 3 4: one after another (as asked: seeds together no)" in lines["no"]
+  (chose,) = [line for line in lines["auto"] if line.startswith("[base] seeds 3 4: ")]
+  assert re.fullmatch(
+    r"\[base\] seeds 3 4: one program \(est\. [\d.]+ [MG]iB of [\d.]+ [MG]iB free host memory\)",
+    chose,
+  ), chose
+  for a, b in zip(got["no"], got["auto"], strict=True):
+    assert a.seed == b.seed and a.figures == b.figures and a.overrides == b.overrides
+    assert a.budget.updates == b.budget.updates == 4 and a.budget.env_steps == b.budget.env_steps
+    assert a.note == "" and "one program with seeds 3 4" in b.note and b.budget.train_minutes > 0
+    study = os.path.join(str(tmp_path / "auto"), "pair", "base_seeds_3_4")
+    assert f"--seeds 3 4 --logdir={study} " in b.command
+    assert f"--checkpoint={study}/seed{b.seed}/checkpoints " in b.command
+    one, other = (restore.load_agent(str(tmp_path / t / "pair" / f"base_s{a.seed}")) for t in got)
+    for x, y in zip(jax.tree.leaves(one.params), jax.tree.leaves(other.params), strict=True):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5)
+  # Recorded: a rerun skips both. A study cut short: each seed's unfinished
+  # run directory is the error it is for one run.
+  runs = str(tmp_path / "auto")
+  assert spec_lib.run(spec, runs, progress=False, log=lambda _: None) == []
+  os.remove(spec_lib.records_path(spec, runs))
+  for s in (3, 4):
+    os.remove(os.path.join(runs, "pair", f"base_s{s}", "train.json"))
+  with pytest.raises(ValueError, match="base_s3' holds an unfinished run"):
+    spec_lib.run(spec, runs, progress=False, log=lambda _: None)
+
+  # A minutes budget: one after another unless forced (nothing trains here).
+  timed = spec_lib.load(_tiny_spec(tmp_path))
+  one, why = spec_lib.choose(timed, timed.variants[0], [3, 4])
+  assert not one and why.startswith("the 5-minute budget would be split among the seeds")
+  one, why = spec_lib.choose(timed, timed.variants[0], [3, 4], "yes")
+  assert one and "share the 5-minute budget" in why
+
+
 @pytest.mark.parametrize(
   "body, message",
   [
@@ -136,6 +197,12 @@ def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys
   assert "unknown variant(s) ['c']; the spec has b" in capsys.readouterr().err
   assert cli.main(["run", str(tmp_path / "none.yaml"), "--devices", "1"]) == 2
   assert "cannot read spec" in capsys.readouterr().err
+  with pytest.raises(SystemExit) as exit_:
+    cli.main(["run", path, "--runs", runs, "--seeds-together", "maybe", "--devices", "1"])
+  err = capsys.readouterr().err
+  assert exit_.value.code == 2 and "--seeds-together: invalid choice: 'maybe'" in err
+  with pytest.raises(ValueError, match="seeds together must be one of auto, yes, no, got 'maybe'"):
+    spec_lib.run(spec_lib.load(path), runs, together="maybe")
   assert not os.path.exists(runs)
 
 

@@ -16,6 +16,10 @@
 spec's records file (default <runs>/<name>/records.jsonl); a run with a
 record is skipped, so the same command resumes. Two processes on disjoint
 --variants (each under its own `taskset -c CORE`) may share a records file.
+A variant's seeds still to train run as one program (`anakin-mz train
+--seeds`) where the budget is updates alone and the memory fits, else one
+after another; one line says which and why (`--seeds-together yes|no`
+forces it; yes shares a minutes budget among the seeds).
 
 `tables` rebuilds every table of docs/results/tables.yaml from the run
 records in git into docs/results/tables/<name>.md (run it from the
@@ -50,6 +54,13 @@ def main(argv=None, prog=None) -> int:
   run_p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
   run_p.add_argument("--no-progress", action="store_true", help="no progress bars")
   run_p.add_argument("--devices", default="auto", help="CPU devices: 'auto' or N (as train)")
+  run_p.add_argument(
+    "--seeds-together",
+    choices=("auto", "yes", "no"),
+    default="auto",
+    help="train a variant's seeds as one program: auto (default: where the budget has no "
+    "minutes and the memory fits), yes (wherever the agent can), no (one after another)",
+  )
   tab_p = sub.add_parser("tables", help="rebuild the results tables from the run records")
   tab_p.add_argument(
     "--defs", default=os.path.join("docs", "results", "tables.yaml"), help="table definitions"
@@ -215,6 +226,11 @@ def _run(parser, args) -> int:
         eval_json = os.path.join(logdir, "eval.json")
         print(spec_lib.evaluate_command(spec, v, s, checkpoint, eval_json))
       print(f"records: {args.records or spec_lib.records_path(spec, args.runs)}")
+      if spec.checkpoint is None and any(len(args.seeds or v.seeds) > 1 for v in spec.variants):
+        print(
+          f"(--seeds-together {args.seeds_together}: the run says for each variant whether "
+          "its seeds train as one program, `anakin-mz train --seeds`)"
+        )
       return 0
     print(f"devices: {devices}", flush=True)
     new = spec_lib.run(
@@ -224,6 +240,7 @@ def _run(parser, args) -> int:
       variants=variants,
       seeds=args.seeds,
       progress=not args.no_progress,
+      together=args.seeds_together,
     )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)

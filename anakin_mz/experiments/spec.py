@@ -39,11 +39,43 @@ with a record is skipped, a finished training is evaluated without training
 again, and a run directory with checkpoints but no `train.json` (an
 interrupted run) is an error: delete it to train again, since a resumed run
 would not have the budget's wall-clock.
+
+Seeds in one program (`together`, the CLI's `--seeds-together`; `choose`):
+where a variant has two or more seeds to train (no record, no `train.json`,
+no checkpoints), `auto` trains them as one study (`run.train_seeds`: one
+compiled program with a seed axis, issue 64) when
+
+* the budget has no `minutes`: the seeds of one program share its
+  wall-clock (on a CPU, 4 seeds make each step about 4x longer), so a
+  minutes budget would silently give each seed less: a spec with one
+  trains its seeds one after another (an `updates` budget means the same
+  in one program);
+* the agent's step takes a seed axis (`capabilities.seed_axis`);
+* the memory fits: the bytes of one learner's state (params, optimizer
+  state, replay, self-play lanes: `state_bytes`, from shapes alone) x the
+  seeds x `SAFETY` (the state in and out of a step, a stopped seed's
+  copy, the step's temporaries) against the free memory (`free_memory`:
+  `MemAvailable` of /proc/meminfo on a CPU, `bytes_limit - bytes_in_use`
+  summed over an accelerator's devices; unknown: one program).
+
+`yes` trains them as one program wherever the agent can (a minutes budget
+is then the study's, shared), `no` one after another. One line says which
+and why: `[base] seeds 0 1 2: one program (est. 412 MiB of 20.3 GiB free host
+memory)`. Each seed of a study still trains into its own
+`<variant>_s<seed>` (`run.train_seeds(run_dirs=...)`) with its own
+`train.json`, `eval.json` and record, the figures it would have made alone
+(to float rounding); its record's `budget.train_minutes` is the study's
+wall-clock, shared by the seeds (its `note` says so), and its command is
+the `anakin-mz train --seeds ...` that makes the study (under
+`<variant>_seeds_<S>_<T>/seed<S>`, where that command puts each seed) and
+the evaluation of that seed there. An interrupted study leaves each seed's
+run directory unfinished: the error above, for each.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import shlex
@@ -65,6 +97,11 @@ _KEYS = (
   "checkpoint",
   "records",
 )
+# `run`'s `together`: whether a variant's seeds train as one program.
+TOGETHER = ("auto", "yes", "no")
+# A study's estimated memory: its state's bytes x this (module doc).
+SAFETY = 4
+
 _EVAL_KEYS = (
   "games",
   "seed",
@@ -241,17 +278,125 @@ def _quote(args: Sequence[str]) -> str:
   return " ".join(shlex.quote(a) for a in args)
 
 
-def train_command(spec: Spec, variant: Variant, seed: int, logdir: str) -> str:
-  """The `anakin-mz train` command that trains this run."""
+def train_command(
+  spec: Spec, variant: Variant, seed: int, logdir: str, seeds: Sequence[int] = ()
+) -> str:
+  """The `anakin-mz train` command that trains this run; with `seeds`, the
+  one that trains those seeds as one study (each under `<logdir>/seed<S>`)."""
   args = ["anakin-mz", "train", f"--env={spec.env}"]
   if spec.config is not None:
     config = os.path.relpath(spec.config) if os.path.isabs(spec.config) else spec.config
     args.append(f"--config={config}")
   if spec.minutes is not None:
     args.append(f"--minutes={spec.minutes:g}")
-  args += [f"--seed={seed}", f"--logdir={logdir}", "--no-progress"]
+  args += ["--seeds", *map(str, seeds)] if seeds else [f"--seed={seed}"]
+  args += [f"--logdir={logdir}", "--no-progress"]
   args += [o for o in overrides_of(spec, variant, seed) if not o.startswith("seed=")]
   return _quote(args)
+
+
+def study_dir(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int]) -> str:
+  """Where `anakin-mz train --seeds` (a study's record's command) puts
+  `variant`'s `seeds`: `<variant>_seeds_<S>_<T>...` beside the run
+  directories (the driver itself trains each into `run_dir`)."""
+  where = os.path.dirname(run_dir(spec, runs, variant, seeds[0]))
+  return os.path.join(where, f"{variant.name}_seeds_{'_'.join(map(str, seeds))}")
+
+
+def state_bytes(config) -> int:
+  """The bytes of one learner's state under `config` (params, optimizer
+  state, replay, self-play lanes: its global arrays), from its shapes alone
+  (`jax.eval_shape` of its `init`: nothing is allocated or compiled)."""
+  import jax
+  import numpy as np
+
+  from anakin_mz.core import registry
+
+  learner = registry.make_learner(config)
+  shapes = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
+  return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+
+
+def free_memory() -> Tuple[Optional[int], str]:
+  """(bytes, what they are) of the memory a study could take: on an
+  accelerator `bytes_limit - bytes_in_use` summed over this process's
+  devices (`memory_stats`), on a CPU `MemAvailable` of /proc/meminfo;
+  (None, why) where neither is known."""
+  import jax
+
+  devices = jax.local_devices()
+  if devices[0].platform != "cpu":
+    stats = [d.memory_stats() or {} for d in devices]
+    if all("bytes_limit" in x for x in stats):
+      free = sum(int(x["bytes_limit"]) - int(x.get("bytes_in_use", 0)) for x in stats)
+      return free, f"free on {len(devices)} {devices[0].platform} device(s)"
+    return None, f"the {devices[0].platform} devices report no memory"
+  try:
+    with open("/proc/meminfo", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024, "free host memory"
+  except OSError:
+    pass
+  return None, "no /proc/meminfo"
+
+
+def choose(
+  spec: Spec, variant: Variant, seeds: Sequence[int], together: str = "auto"
+) -> Tuple[bool, str]:
+  """Whether `variant`'s `seeds` (two or more, none started) train as one
+  program under `together` (`TOGETHER`), and why, in a few words (the
+  module doc has the rule).
+
+  Raises:
+    ValueError: `together` not one of `TOGETHER`.
+  """
+  from anakin_mz import config as config_lib
+  from anakin_mz.core import registry
+
+  check_together(together)
+  if together == "no":
+    return False, "as asked: seeds together no"
+  overrides = overrides_of(spec, variant, seeds[0])
+  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides)
+  agent = registry.get(config.agent)
+  if not agent.capabilities.seed_axis:
+    return False, f"agent {agent.name!r} cannot (its step takes no seed axis)"
+  if together == "yes":
+    shared = "" if spec.minutes is None else f"; they share the {spec.minutes:g}-minute budget"
+    return True, f"as asked: seeds together yes{shared}"
+  if spec.minutes is not None:
+    return False, (
+      f"the {spec.minutes:g}-minute budget would be split among the seeds of one program; "
+      "seeds together yes shares it"
+    )
+  need = state_bytes(config) * len(seeds) * SAFETY
+  free, what = free_memory()
+  if free is None:
+    return True, f"est. {_size(need)}; {what}"
+  if need > free:
+    return False, f"would need est. {_size(need)}, {_size(free)} {what}"
+  return True, f"est. {_size(need)} of {_size(free)} {what}"
+
+
+def _size(nbytes: int) -> str:
+  if nbytes < 2**30:
+    return f"{nbytes / 2**20:.3g} MiB"
+  return f"{nbytes / 2**30:.3g} GiB"
+
+
+def check_together(together: str) -> None:
+  """Raises ValueError unless `together` is one of `TOGETHER`."""
+  if together not in TOGETHER:
+    raise ValueError(f"seeds together must be one of {', '.join(TOGETHER)}, got {together!r}")
+
+
+def unstarted(logdir: str) -> bool:
+  """Whether the run directory `logdir` holds no training, finished or not."""
+  return not (
+    os.path.exists(os.path.join(logdir, "train.json"))
+    or os.path.isdir(os.path.join(logdir, "checkpoints"))
+  )
 
 
 def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
@@ -298,15 +443,18 @@ def run(
   seeds: Optional[Sequence[int]] = None,
   progress: bool = True,
   log: Callable[[str], None] = print,
+  together: str = "auto",
 ) -> List[records_lib.RunRecord]:
   """Trains and evaluates each planned run that has no record yet, appending
   its record to `records` (default `records_path`). Returns the new records.
+  A variant's seeds to train run as one program or one after another as
+  `together` (`TOGETHER`) and `choose` say (the module doc).
 
   Raises:
-    ValueError: a bad override, an unknown variant, an interrupted run.
+    ValueError: a bad override, an unknown variant, an interrupted run, a
+      bad `together`.
   """
-  from anakin_mz.eval import report
-
+  check_together(together)
   path = records or records_path(spec, runs)
   pairs = plan(spec, variants, seeds)
   check(spec)
@@ -319,59 +467,95 @@ def run(
     }
   model = spec.evaluation.get("model")  # a label `load` checked
   new = []
-  for variant, seed in pairs:
-    if (variant.name, seed, model) in done:
-      log(f"[{variant.name} seed {seed}] recorded already in {path}: skipped")
-      continue
-    logdir = run_dir(spec, runs, variant, seed)
-    os.makedirs(logdir, exist_ok=True)
-    trained = _train(spec, variant, seed, logdir, progress, log)
-    checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
-    eval_json = os.path.join(logdir, "eval.json")
-    settings = _eval_settings(spec, seed)
-    log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
-    result = report.evaluate_checkpoint(
-      checkpoint,
-      opponent=settings["opponent"],
-      games=settings["games"],
-      seed=settings["seed"],
-      agent_kind=settings["agent"],
-      extra_policies=settings["extra_policies"],
-      search_overrides=[o[len("search.") :] for o in _search_overrides(spec, variant)],
-    )
-    result = {k: v for k, v in result.items() if k != "dynamics_table"}
-    with open(eval_json, "w", encoding="utf-8") as f:
-      json.dump(result, f, indent=1)
-    command = evaluate_command(spec, variant, seed, checkpoint, eval_json)
-    if trained:
-      command = f"{trained['command']} && {command}"
-    evaluation = {
-      **settings,
-      "measure": spec.evaluation.get("measure"),
-      "target": spec.evaluation.get("target"),
-      "step": result.get("step"),
-    }
-    record = records_lib.new(
-      spec.name,
-      variant.name,
-      seed,
-      command=command,
-      overrides=overrides_of(spec, variant, seed)[:-1] if trained else variant.overrides,
-      budget=records_lib.Budget(
-        minutes=spec.minutes,
-        updates=trained.get("updates", result.get("step")) if trained else result.get("step"),
-        env_steps=trained.get("env_steps") if trained else None,
-        train_minutes=trained["wall_s"] / 60 if trained else None,
-      ),
-      evaluation=evaluation,
-      figures=records_lib.figures_of(result),
-      # Where and when it trained; a checkpoint spec's: this evaluation's.
-      **({k: trained.get(k) for k in ("device", "commit", "date")} if trained else {}),
-    )
-    records_lib.append(path, record)
-    new.append(record)
-    log(f"[{variant.name} seed {seed}] recorded in {path}")
+  for _, group in itertools.groupby(pairs, key=lambda pair: pair[0].name):
+    group = list(group)
+    variant = group[0][0]
+    fresh = [
+      s
+      for s in dict.fromkeys(s for _, s in group)
+      if (variant.name, s, model) not in done and unstarted(run_dir(spec, runs, variant, s))
+    ]
+    if spec.checkpoint is None and len(fresh) >= 2:
+      one, why = choose(spec, variant, fresh, together)
+      how = "one program" if one else "one after another"
+      log(f"[{variant.name}] seeds {' '.join(map(str, fresh))}: {how} ({why})")
+      if one:
+        _train_together(spec, runs, variant, fresh, progress, log)
+    for _, seed in group:
+      record = _run_one(spec, runs, variant, seed, done, path, progress, log)
+      if record is not None:
+        new.append(record)
   return new
+
+
+def _run_one(spec, runs, variant, seed, done, path, progress, log):
+  """Trains (unless trained) and evaluates one run and appends its record
+  (`run`); None where it has a record already."""
+  from anakin_mz.eval import report
+
+  if (variant.name, seed, spec.evaluation.get("model")) in done:
+    log(f"[{variant.name} seed {seed}] recorded already in {path}: skipped")
+    return None
+  logdir = run_dir(spec, runs, variant, seed)
+  os.makedirs(logdir, exist_ok=True)
+  trained = _train(spec, variant, seed, logdir, progress, log)
+  checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
+  eval_json = os.path.join(logdir, "eval.json")
+  settings = _eval_settings(spec, seed)
+  log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
+  result = report.evaluate_checkpoint(
+    checkpoint,
+    opponent=settings["opponent"],
+    games=settings["games"],
+    seed=settings["seed"],
+    agent_kind=settings["agent"],
+    extra_policies=settings["extra_policies"],
+    search_overrides=[o[len("search.") :] for o in _search_overrides(spec, variant)],
+  )
+  result = {k: v for k, v in result.items() if k != "dynamics_table"}
+  with open(eval_json, "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=1)
+  note = ""
+  if trained and trained.get("seeds"):  # one seed of a study (`_train_together`)
+    there = os.path.join(trained["study_dir"], f"seed{seed}")
+    command = evaluate_command(
+      spec, variant, seed, os.path.join(there, "checkpoints"), os.path.join(there, "eval.json")
+    )
+    note = (
+      f"trained as one program with seeds {' '.join(map(str, trained['seeds']))} (the "
+      f"command's {there}; the driver's {logdir}); train_minutes is their shared wall-clock"
+    )
+  else:
+    command = evaluate_command(spec, variant, seed, checkpoint, eval_json)
+  if trained:
+    command = f"{trained['command']} && {command}"
+  evaluation = {
+    **settings,
+    "measure": spec.evaluation.get("measure"),
+    "target": spec.evaluation.get("target"),
+    "step": result.get("step"),
+  }
+  record = records_lib.new(
+    spec.name,
+    variant.name,
+    seed,
+    command=command,
+    overrides=overrides_of(spec, variant, seed)[:-1] if trained else variant.overrides,
+    budget=records_lib.Budget(
+      minutes=spec.minutes,
+      updates=trained.get("updates", result.get("step")) if trained else result.get("step"),
+      env_steps=trained.get("env_steps") if trained else None,
+      train_minutes=trained["wall_s"] / 60 if trained else None,
+    ),
+    evaluation=evaluation,
+    figures=records_lib.figures_of(result),
+    note=note,
+    # Where and when it trained; a checkpoint spec's: this evaluation's.
+    **({k: trained.get(k) for k in ("device", "commit", "date")} if trained else {}),
+  )
+  records_lib.append(path, record)
+  log(f"[{variant.name} seed {seed}] recorded in {path}")
+  return record
 
 
 def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool, log):
@@ -422,3 +606,56 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
   }
   records_lib.write_json(done, trained, indent=1)
   return trained
+
+
+def _train_together(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int], progress, log):
+  """Trains `variant`'s `seeds` (none started) as one study, each into its
+  `run_dir`, and writes each seed's `train.json` (`_train`'s, with the
+  study's wall-clock and command, and `seeds`, `study_dir`)."""
+  import jax.numpy as jnp
+
+  from anakin_mz import config as config_lib
+  from anakin_mz.eval import periodic
+  from anakin_mz.runtime import run as run_lib
+
+  dirs = [run_dir(spec, runs, variant, s) for s in seeds]
+  study = f"train.seeds=[{','.join(map(str, seeds))}]"
+  overrides = overrides_of(spec, variant, seeds[0])[:-1] + [study]
+  config, _, _ = config_lib.load_for_env(spec.env, spec.config, overrides)
+  where = study_dir(spec, runs, variant, seeds)
+  command = train_command(spec, variant, seeds[0], where, seeds)
+  log(f"[{variant.name}] training seeds {' '.join(map(str, seeds))} as one program: {command}")
+  log(f"[{variant.name}] (each seed into its run directory: {', '.join(dirs)})")
+  commit = records_lib.git_commit()
+  start = time.perf_counter()
+  results = run_lib.train_seeds(
+    config,
+    logdir=os.path.dirname(dirs[0]),
+    run_dirs=dirs,
+    max_minutes=spec.minutes,
+    progress=progress,
+    evaluate=periodic.evaluate,
+  )
+  wall_s = time.perf_counter() - start
+  if results[0].stopped_by in ("SIGINT", "SIGTERM"):
+    raise ValueError(
+      f"{results[0].stopped_by} stopped seeds {' '.join(map(str, seeds))} of "
+      f"{variant.name!r} before their budget; delete {', '.join(map(repr, dirs))} and run "
+      "the spec again (a resumed run would not have the budget's wall-clock)"
+    )
+  shared = {
+    "device": records_lib.device_note(),
+    "commit": commit,
+    "date": records_lib.today(),
+    "seeds": list(seeds),
+    "study_dir": where,
+  }
+  for logdir, result in zip(dirs, results):
+    trained = {
+      "wall_s": wall_s,
+      "updates": result.saved_step or 0,
+      "env_steps": float(jnp.sum(result.state.env_steps)),
+      "command": command,
+      **shared,
+    }
+    records_lib.write_json(os.path.join(logdir, "train.json"), trained, indent=1)

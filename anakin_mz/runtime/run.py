@@ -274,14 +274,17 @@ def train_seeds(
   progress: bool = True,
   mesh: Optional[Mesh] = None,
   evaluate: Optional[Evaluate] = None,
+  run_dirs: Optional[List[str]] = None,
 ) -> List[RunResult]:
   """Trains the study of `config.train.seeds`: each seed S the run `train`
   makes of `seeds.single(config, S)`, all of them as one compiled program
   (`seeds.SeedAxis`: the learner's state and step with a leading seed
   axis), each with its own TensorBoard scalars, evaluations and checkpoints
   under `<logdir>/seed<S>` (`seeds.run_dirs`), which `evaluate`, `export`
-  and a single run's `resume` read as any run's. `resume` continues every
-  seed from its own newest checkpoint (a seed without one starts afresh).
+  and a single run's `resume` read as any run's; `run_dirs` (one per seed,
+  in `train.seeds` order) puts them elsewhere (`anakin-mz experiment run`:
+  `<variant>_s<seed>`). `resume` continues every seed from its own newest
+  checkpoint (a seed without one starts afresh).
 
   The seeds stop together on `max_minutes` or a signal; a seed that reaches
   the update budget first keeps its state there while the others step on.
@@ -293,11 +296,17 @@ def train_seeds(
     seed's alone (the learner's layout).
 
   Raises:
-    ValueError: as `train`; a config without `train.seeds`.
+    ValueError: as `train`; a config without `train.seeds`; `run_dirs` not
+      one per seed.
   """
   if not config.train.seeds:
     raise ValueError("train_seeds needs a study's config (train.seeds); run.train trains one run")
-  loop = _Loop(config, logdir, mesh, max_updates, None, evaluate)
+  if run_dirs is not None and len(run_dirs) != len(config.train.seeds):
+    raise ValueError(
+      f"run_dirs: {len(run_dirs)} directories for seeds {list(config.train.seeds)}; "
+      "give one per seed"
+    )
+  loop = _Loop(config, logdir, mesh, max_updates, None, evaluate, run_dirs)
   return loop.run(resume, max_minutes, progress, None, None)
 
 
@@ -321,7 +330,7 @@ class _Loop:
   learner, the state (a study's with its seed axis) and each run's
   bookkeeping (`_Run`); `run` steps it to the end."""
 
-  def __init__(self, config, logdir, mesh, max_updates, checkpoint_dir, evaluate):
+  def __init__(self, config, logdir, mesh, max_updates, checkpoint_dir, evaluate, run_dirs=None):
     try:
       os.makedirs(logdir, exist_ok=True)
     except OSError as e:
@@ -338,9 +347,10 @@ class _Loop:
     self.env = self.learner.env
     if tc.seeds:
       self.study = seeds_lib.SeedAxis(self.learner, tc.seeds)
+      dirs = run_dirs or seeds_lib.run_dirs(logdir, config)
       self.runs = [
         _Run(seeds_lib.single(config, s), i, d, os.path.join(d, "checkpoints"), f"seed {s}: ")
-        for i, (s, d) in enumerate(zip(tc.seeds, seeds_lib.run_dirs(logdir, config)))
+        for i, (s, d) in enumerate(zip(tc.seeds, dirs))
       ]
       self.state = self.study.init_sharded(tc.seeds)
     else:
