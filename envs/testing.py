@@ -7,6 +7,7 @@ AssertionError with a message naming the env.
 
 from __future__ import annotations
 
+import functools
 from typing import Dict
 
 import jax
@@ -35,6 +36,19 @@ def random_playout(env: Env, key: jax.Array, batch: int, num_steps: int) -> Dict
   for current_player, legal_action_mask, chance_probs, rewards, terminated,
   truncated, step_count and illegal_action, plus `actions` `[num_steps, batch]`.
   """
+  traj, actions = jax.device_get(_playout_program(env, batch, num_steps)(key))
+  out = {k: np.asarray(v) for k, v in traj.items()}
+  out["actions"] = np.asarray(actions)
+  return out
+
+
+@functools.lru_cache(maxsize=8)
+def _playout_program(env: Env, batch: int, num_steps: int):
+  """The jitted playout of `random_playout`, built once per (env object,
+  batch, num_steps): a check that plays several keys (`check_playouts` per
+  seed, `check_determinism` twice) traces and compiles it once, since
+  tracing a game, not running it, is most of a check's time (an `Env`
+  hashes by identity)."""
 
   def summary(s: State):
     return dict(
@@ -63,10 +77,7 @@ def random_playout(env: Env, key: jax.Array, batch: int, num_steps: int) -> Dict
     traj = jax.tree.map(lambda f, t: jnp.concatenate([f[None], t]), first, traj)
     return traj, actions
 
-  traj, actions = jax.device_get(run(key))
-  out = {k: np.asarray(v) for k, v in traj.items()}
-  out["actions"] = np.asarray(actions)
-  return out
+  return run
 
 
 def check_shapes(env: Env, key: jax.Array) -> None:
@@ -150,7 +161,8 @@ def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.nd
 
 
 def check_determinism(env: Env, key: jax.Array) -> None:
-  """The same key gives the same trajectory (keyed `step` included)."""
+  """The same key gives the same trajectory: the compiled playout run twice
+  on one key (`random_playout` reuses its program)."""
   a = random_playout(env, key, 4, min(env.max_game_length, 64))
   b = random_playout(env, key, 4, min(env.max_game_length, 64))
   for k in a:
