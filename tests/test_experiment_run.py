@@ -107,6 +107,7 @@ def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
   assert ev.budget.updates == 8 and ev.evaluation["games"] == 20
 
 
+@pytest.mark.slow  # four tiny trainings and their evaluations: 56 s of CI (cold cache)
 def test_a_variants_seeds_train_as_one_program_with_the_figures_of_one_after_another(tmp_path):
   """An updates budget: seeds 3 and 4 trained as one program (`auto`) make
   the records of the two trained one after another (`no`): params to float
@@ -156,7 +157,26 @@ def test_a_variants_seeds_train_as_one_program_with_the_figures_of_one_after_ano
   with pytest.raises(ValueError, match="base_s3' holds an unfinished run"):
     spec_lib.run(spec, runs, progress=False, log=lambda _: None)
 
-  # A minutes budget: one after another unless forced (nothing trains here).
+
+def test_the_choice_of_one_program_or_one_after_another(tmp_path):
+  """The driver's rule (`spec.choose`; nothing trains): an updates budget
+  that fits in memory is one program, a minutes budget one after another
+  unless forced, and `no` is one after another."""
+  config = tiny.TINY + ("train.checkpoint_every=0",)
+  overrides = ", ".join(f'"{o}"' for o in config)
+  path = _spec(
+    tmp_path,
+    f"name: pair\nenv: catch\nconfig: catch\noverrides: [{overrides}]\n"
+    "seeds: [3, 4]\nbudget: {updates: 4}\nevaluation: {games: 20}\nvariants:\n  base: []\n",
+    "pair.yaml",
+  )
+  counted = spec_lib.load(path)
+  one, why = spec_lib.choose(counted, counted.variants[0], [3, 4])
+  assert one and re.fullmatch(r"est\. [\d.]+ [MG]iB of [\d.]+ [MG]iB free host memory", why), why
+  assert spec_lib.choose(counted, counted.variants[0], [3, 4], "no") == (
+    False,
+    "as asked: seeds together no",
+  )
   timed = spec_lib.load(_tiny_spec(tmp_path))
   one, why = spec_lib.choose(timed, timed.variants[0], [3, 4])
   assert not one and why.startswith("the 5-minute budget would be split among the seeds")

@@ -18,6 +18,10 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
 
+# One worker runs the module, so that the notebook's first run (a module
+# fixture: 70 s of CI, cold cache) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("notebook")
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NOTEBOOK = os.path.join(ROOT, "notebooks", "colab_tpu.ipynb")
 
@@ -68,6 +72,7 @@ def test_colab_notebook_runs_on_8_cpu_devices(first_run):
   assert os.path.isdir(work / "runs" / "nannon_colab" / "checkpoints")
 
 
+@pytest.mark.slow  # a second run of the notebook: 60 s of CI (cold cache)
 def test_colab_notebook_resumes_on_another_device_count(first_run, tmp_path):
   """Run again on 2 devices, the notebook continues the 8-device run at its
   8 lanes and batch 16 (a preset recomputed for 2 devices would make 2

@@ -8,6 +8,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import tiny
 
 from anakin_mz.experiments.profiling import sequential_ops
@@ -28,16 +29,18 @@ sys.path.insert(0, sys.argv[2])
 import test_threefry, tiny
 from anakin_mz.agents.replay_learner import Learner
 draws = jax.jit(test_threefry.draws)(jax.random.PRNGKey(7))
-learner = Learner(tiny.tiny_config("nannon"))
-state = learner.init_sharded(0)
-losses = []
-for _ in range(3):
-  state, m = learner.jit_step(state)
-  losses.append(float(m.terms["loss"]))
+losses, params = [], []
+if sys.argv[3] == "train":
+  learner = Learner(tiny.tiny_config("nannon"))
+  state = learner.init_sharded(0)
+  for _ in range(3):
+    state, m = learner.jit_step(state)
+    losses.append(float(m.terms["loss"]))
+  params = jax.tree.leaves(state.params)
 print(json.dumps(dict(
   draws=[np.asarray(x).tolist() for x in jax.tree.leaves(draws)],
   losses=losses,
-  params=[np.asarray(x).tolist() for x in jax.tree.leaves(state.params)],
+  params=[np.asarray(x).tolist() for x in params],
 )))
 """
 
@@ -57,9 +60,9 @@ def draws(key):
   )
 
 
-def _run(mode):
+def _run(mode, train):
   out = subprocess.run(
-    [sys.executable, "-c", _SCRIPT, mode, tiny.ROOT + "/tests"],
+    [sys.executable, "-c", _SCRIPT, mode, tiny.ROOT + "/tests", "train" if train else "draws"],
     env=tiny.cpu_env(),
     capture_output=True,
     text=True,
@@ -83,16 +86,26 @@ def test_known_answers():
     assert [int(x) for x in got] == list(expected)
 
 
-def test_same_numbers_and_same_run_as_the_loop():
-  """JAX's CPU loop and the unrolled rule give the same draws bit for bit,
-  and a tiny Nannon run (3 Anakin steps, updates applied) the same losses
-  and parameters."""
-  rolled, unrolled = _run("rolled"), _run("unrolled")
-  for a, b in zip(rolled["draws"], unrolled["draws"]):
+def _same(rolled, unrolled):
+  for a, b in zip(rolled["draws"], unrolled["draws"], strict=True):
     np.testing.assert_array_equal(np.array(a), np.array(b))
   assert rolled["losses"] == unrolled["losses"]
-  for a, b in zip(rolled["params"], unrolled["params"]):
+  for a, b in zip(rolled["params"], unrolled["params"], strict=True):
     np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_same_numbers_as_the_loop():
+  """JAX's CPU loop and the unrolled rule give the same draws bit for bit."""
+  _same(_run("rolled", train=False), _run("unrolled", train=False))
+
+
+@pytest.mark.slow  # two tiny trainings in subprocesses: 49 s of CI (cold cache)
+def test_same_run_as_the_loop():
+  """A tiny Nannon run (3 Anakin steps, updates applied) gives the same
+  losses and parameters under either lowering (and the same draws)."""
+  rolled, unrolled = _run("rolled", train=True), _run("unrolled", train=True)
+  assert len(rolled["losses"]) == 3 and rolled["params"]
+  _same(rolled, unrolled)
 
 
 def test_no_loop_left_in_a_split():
