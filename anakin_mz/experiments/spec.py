@@ -572,8 +572,6 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
       f"{logdir!r} holds an unfinished run (checkpoints but no train.json); delete it to "
       "train this run again"
     )
-  import jax.numpy as jnp
-
   from anakin_mz import config as config_lib
   from anakin_mz.eval import periodic
   from anakin_mz.runtime import run as run_lib
@@ -595,16 +593,26 @@ def _train(spec: Spec, variant: Variant, seed: int, logdir: str, progress: bool,
       f"{result.stopped_by} stopped {logdir!r} before its budget; delete it and run the "
       "spec again (a resumed run would not have the budget's wall-clock)"
     )
+  return _write_trained(logdir, result, time.perf_counter() - start, command, commit)
+
+
+def _write_trained(logdir: str, result, wall_s: float, command: str, commit, **extra):
+  """Writes and returns a finished run's `train.json`: its wall-clock,
+  updates and env steps, the command, where and when it trained, and
+  `extra` (a study's `seeds` and `study_dir`)."""
+  import jax.numpy as jnp
+
   trained = {
-    "wall_s": time.perf_counter() - start,
+    "wall_s": wall_s,
     "updates": result.saved_step or 0,
     "env_steps": float(jnp.sum(result.state.env_steps)),
     "command": command,
     "device": records_lib.device_note(),
     "commit": commit,
     "date": records_lib.today(),
+    **extra,
   }
-  records_lib.write_json(done, trained, indent=1)
+  records_lib.write_json(os.path.join(logdir, "train.json"), trained, indent=1)
   return trained
 
 
@@ -612,8 +620,6 @@ def _train_together(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int
   """Trains `variant`'s `seeds` (none started) as one study, each into its
   `run_dir`, and writes each seed's `train.json` (`_train`'s, with the
   study's wall-clock and command, and `seeds`, `study_dir`)."""
-  import jax.numpy as jnp
-
   from anakin_mz import config as config_lib
   from anakin_mz.eval import periodic
   from anakin_mz.runtime import run as run_lib
@@ -643,19 +649,5 @@ def _train_together(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int
       f"{variant.name!r} before their budget; delete {', '.join(map(repr, dirs))} and run "
       "the spec again (a resumed run would not have the budget's wall-clock)"
     )
-  shared = {
-    "device": records_lib.device_note(),
-    "commit": commit,
-    "date": records_lib.today(),
-    "seeds": list(seeds),
-    "study_dir": where,
-  }
   for logdir, result in zip(dirs, results):
-    trained = {
-      "wall_s": wall_s,
-      "updates": result.saved_step or 0,
-      "env_steps": float(jnp.sum(result.state.env_steps)),
-      "command": command,
-      **shared,
-    }
-    records_lib.write_json(os.path.join(logdir, "train.json"), trained, indent=1)
+    _write_trained(logdir, result, wall_s, command, commit, seeds=list(seeds), study_dir=where)
