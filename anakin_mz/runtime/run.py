@@ -32,8 +32,9 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
+import chex
 import jax
 import numpy as np
 from jax.sharding import Mesh
@@ -48,6 +49,7 @@ from anakin_mz.runtime import seeds as seeds_lib
 from anakin_mz.runtime import step_cache
 from anakin_mz.runtime.step_cache import KEPT as _STEPS_KEPT  # noqa: F401 (tests read it)
 from anakin_mz.runtime.step_cache import STEPS as _STEPS  # noqa: F401 (tests read it)
+from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.runtime.mesh import make_mesh
 from anakin_mz.runtime import summary
 from anakin_mz.runtime.summary import SummaryWriter
@@ -57,7 +59,7 @@ from anakin_mz.runtime.summary import SummaryWriter
 # (on one device) in `num_games` games, `train.eval_games`; its keys with a
 # "/" are logged, and "eval/vs_random_score_mean" is the progress bar's
 # (`eval.periodic.evaluate`, `console.eval_line`).
-Evaluate = Callable[[Any, Any, jax.Array, int], Dict[str, float]]
+Evaluate = Callable[[BaseLearner, chex.ArrayTree, jax.Array, int], Dict[str, float]]
 
 
 class NonFiniteError(RuntimeError):
