@@ -232,6 +232,58 @@ def test_value_error_cli_prints_and_records(nannon_ckpt, tmp_path, capsys):
   assert "--records and --variant go together" in capsys.readouterr().err
 
 
+def test_move_accuracy_exact():
+  from anakin_mz.experiments import move_values
+
+  exact = np.array([[0.6, 0.4, np.nan], [0.3, 0.7, 0.5]])  # win probabilities
+  values = np.array([[0.1, -0.1, 0.0], [-0.5, 0.5, 0.2]])  # value units
+  got = move_values.accuracy(np.array([0, 2]), values, np.array([0, 1]), exact)
+  # Value units of exact: [[0.2, -0.2, -], [-0.4, 0.4, 0.0]]; errors
+  # [[-0.1, 0.1, -], [-0.1, 0.1, 0.2]]; the top moves are (0, 0) and (1, 1).
+  np.testing.assert_allclose(
+    [got.agreement, got.regret, got.top_share, got.mae_top, got.bias_top],
+    [0.5, 0.1, 0.5, 0.1, 0.0],
+    atol=1e-12,
+  )
+  np.testing.assert_allclose([got.mae_other, got.bias_other], [0.4 / 3, 0.2 / 3], atol=1e-12)
+  assert got.decisions == 2
+  moves_only = move_values.accuracy(np.array([0, 1]), None, np.array([0, 1]), exact)
+  assert moves_only.agreement == 1.0 and np.isnan(moves_only.mae_top)
+  with pytest.raises(ValueError, match="illegal move"):
+    move_values.accuracy(np.array([2, 1]), None, np.array([0, 1]), exact)
+
+
+def test_exact_move_values_are_the_solvers_and_the_games_legal_moves():
+  import envs.nannon_solver as ns
+  from anakin_mz.experiments import move_values
+
+  env = envs.make("nannon")
+  states, pos, roll = ns.decision_states(env, count=2000)
+  q = move_values.exact_move_values(env, np.asarray(pos), np.asarray(roll))
+  np.testing.assert_array_equal(~np.isnan(q), np.asarray(states.legal_action_mask))
+  np.testing.assert_allclose(np.nanmax(q, axis=1), ns.decision_values(env)[pos, roll - 1])
+
+
+def test_move_errors_cli_prints_and_records(nannon_ckpt, tmp_path, capsys):
+  from anakin_mz.cli import value_error as cli
+  from anakin_mz.experiments import records
+
+  out = tmp_path / "m.jsonl"
+  argv = ["--checkpoint", nannon_ckpt, "--moves", "--sources", "positions", "--samples", "40"]
+  assert cli.main(argv + ["--records", str(out), "--variant", "tiny"]) == 0
+  printed = capsys.readouterr().out
+  assert "positions (40 decisions with >= 2 legal moves)" in printed
+  (record,) = records.read(str(out))
+  figures = record.figures
+  assert figures["positions.greedy.top_share"].value == 1.0
+  assert "positions.greedy.mae_top" not in figures  # no values: left out, not NaN
+  for player in ("search", "model_1ply", "model_chance", "value"):
+    assert 0.0 <= figures[f"positions.{player}.regret"].value <= 1.0
+  assert figures["positions.value.mae_other"].value > 0.0
+  assert cli.main(["--checkpoint", nannon_ckpt, "--moves", "--sources", "replay"]) == 2
+  assert "sources must be a non-empty subset of ('positions', 'fresh')" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------
 # The expectimax backup of a grown tree (search.backup).
 
