@@ -3,6 +3,8 @@ masks honoured, L2, and the loss on a fixed Catch batch goes down with Adam."""
 
 import functools
 
+import chex
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,7 @@ from anakin_mz.core import replay, value_transform
 from anakin_mz.core.loss import (
   LossConfig,
   consistency_loss,
+  reconstruction_loss,
   l2_norm_squared,
   loss_terms,
   ndmz_loss,
@@ -430,6 +433,68 @@ def test_consistency_in_the_ndmz_loss():
   bare = batch.replace(successor_observation=None)
   with pytest.raises(ValueError, match="successor_observation"):
     ndmz_loss(params, net, bare, LossConfig(consistency_weight=1.0))
+
+
+class _DecoderIsIdentity:
+  """A stand-in for `Network` in the reconstruction term: d(s) = params["w"] * s."""
+
+  def decode(self, params, embedding):
+    return params["w"] * embedding.reshape(embedding.shape[0], -1)
+
+
+def test_reconstruction_exact_numbers_and_masks():
+  # Depth 0 of both samples is read; depth 1 is a decision on both; depth 2
+  # chance on sample 0 and past the end on sample 1 (masked).
+  batch = _batch(
+    observation=jnp.array([[1.0, 1.0], [0.0, 2.0]]),
+    successor_observation=jnp.array([[[1.0, 0.0], [5.0, 5.0]], [[3.0, 4.0], [0.0, 0.0]]]),
+    policy_mask=jnp.array([[True, True, False], [True, True, False]]),
+  )
+  root = jnp.array([[1.0, 0.0], [0.0, 1.0]])
+  latents = jnp.array([[[1.0, 1.0], [9.0, -9.0]], [[1.0, 2.0], [7.0, 7.0]]])
+  net, params = _DecoderIsIdentity(), {"w": jnp.float32(2.0)}
+  got = reconstruction_loss(params, net, root, latents, batch)
+  # Sample 0: depth 0 d = (2, 0) vs (1, 1): mean sq 1; depth 1 (2, 2) vs (1, 0): 2.5.
+  # Sample 1: depth 0 (0, 2) vs (0, 2): 0; depth 1 (2, 4) vs (3, 4): 0.5.
+  np.testing.assert_allclose(got, ((1.0 + 2.5) + (0.0 + 0.5)) / 2, rtol=1e-6)
+  grad_z = jax.grad(lambda z: reconstruction_loss(params, net, root, z, batch))(latents)
+  np.testing.assert_array_equal(grad_z[:, 1], 0.0)  # masked depths get no gradient
+  assert np.abs(np.asarray(grad_z[:, 0])).sum() > 0
+
+
+def test_reconstruction_in_the_ndmz_loss_and_the_decoder_is_optional():
+  batch = _catch_batch(8)
+  env = _catch()
+  plain = Network(env, NetworkConfig(hidden=(16,), latent_dim=8))
+  net = Network(env, NetworkConfig(hidden=(16,), latent_dim=8, decoder=True))
+  params = net.init(jax.random.PRNGKey(1))
+  # The decoder adds "d" and leaves h, g and f as they were drawn without it.
+  base = plain.init(jax.random.PRNGKey(1))
+  assert set(params) == {"h", "g", "f", "d"} and set(base) == {"h", "g", "f"}
+  chex.assert_trees_all_equal({k: params[k] for k in base}, base)
+  off, m_off = ndmz_loss(params, net, batch, LossConfig())
+  on, m_on = ndmz_loss(params, net, batch, LossConfig(reconstruction_weight=0.5))
+  assert "reconstruction" not in m_off
+  outputs = net.unroll(params, batch.observation, batch.actions)
+  np.testing.assert_allclose(
+    outputs.root_latent, net.represent(params, batch.observation), rtol=1e-6
+  )
+  term = reconstruction_loss(params, net, outputs.root_latent, outputs.latents, batch)
+  assert float(term) > 0
+  np.testing.assert_allclose(m_on["reconstruction"], term, rtol=1e-6)
+  np.testing.assert_allclose(on, off + 0.5 * term, rtol=1e-6)
+  # The term trains h and g as well as the decoder.
+  grads = jax.grad(lambda p: ndmz_loss(p, net, batch, LossConfig(reconstruction_weight=1.0))[0])(
+    params
+  )
+  for part in ("h", "g", "d"):
+    assert sum(float(jnp.abs(x).sum()) for x in jax.tree.leaves(grads[part])) > 0, part
+  with pytest.raises(ValueError, match="needs network.decoder: true"):
+    ndmz_loss(base, plain, batch, LossConfig(reconstruction_weight=1.0))
+  with pytest.raises(ValueError, match="has no decoder"):
+    plain.decode(base, outputs.root_latent)
+  with pytest.raises(ValueError, match="decoder needs network kind mlp or conv"):
+    NetworkConfig(kind="resnet", decoder=True)
 
 
 def test_the_papers_model_knobs_load_from_overrides():

@@ -178,6 +178,11 @@ class Config:
       )
     if not 0 < self.discount <= 1:
       raise ValueError(f"discount must be in (0, 1], got {self.discount}")
+    if self.loss.reconstruction_weight > 0 and not self.network.decoder:
+      raise ValueError(
+        f"loss.reconstruction_weight ({self.loss.reconstruction_weight}) needs a decoder to "
+        "train: set network.decoder=true (or the weight to 0)"
+      )
     if self.search.discount != self.discount:
       raise ValueError(
         f"search.discount ({self.search.discount}) differs from discount "

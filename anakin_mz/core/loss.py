@@ -47,6 +47,17 @@ every head f reads at an imagined state (the value, and the priors the
 search follows) reads what it would at the real one. Why: at 12,000 updates
 on 6-3-6 the same network in the true-model tree plays at its value head's
 1-ply, and on its learned model 0.02 below it (`docs/results/planning.md`).
+
+An eighth, off by default, is observation reconstruction l^o
+(`reconstruction_weight`, `reconstruction_loss`; the decoder of
+`NetworkConfig.decoder`): the mean squared error of d(s^k) against the real
+observation, at depth 0 (h's latent, o_t) and at the unrolled decision steps
+k >= 1 (o_{t+k}). Why: the values g's latents carry are trained only along
+the moves self-play took; on 6-3-6 the learned model values the moves the
+policy rarely takes far worse than the value head values their real
+successors (`planning.md`, E7). A latent that must also reproduce the board
+makes g learn the game's move mechanics, which every move shares (a
+self-supervised world-model loss, as in Anand et al. 2021 for MuZero).
 """
 
 from __future__ import annotations
@@ -79,6 +90,9 @@ class LossConfig:
       it, so one game config serves every agent (`scripts/compare.py`).
     consistency_weight: multiplier of the temporal-consistency term
       (module doc; 0 skips it), read like the successor value's.
+    reconstruction_weight: multiplier of the reconstruction term (module
+      doc; 0 skips it; > 0 needs `network.decoder`), read like the
+      successor value's.
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
@@ -91,6 +105,7 @@ class LossConfig:
   identity_weight: float = 1.0
   successor_value_weight: float = 0.0
   consistency_weight: float = 0.0
+  reconstruction_weight: float = 0.0
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
@@ -227,6 +242,33 @@ def consistency_loss(
   return jnp.mean(jnp.sum(jnp.where(batch.policy_mask[:, 1:], 1.0 - cosine, 0.0), axis=-1))
 
 
+def reconstruction_loss(
+  params: Params, network: Network, root_latent: chex.Array, latents: chex.Array, batch: Batch
+) -> chex.Array:
+  """The reconstruction term (module doc), summed over depths and averaged
+  over the batch: `[]`. Each depth's error is the mean over the
+  observation's features.
+
+  Args:
+    params: the network's parameters (with the decoder's, `"d"`).
+    network: a network with a decoder (`NetworkConfig.decoder`).
+    root_latent: `[N, *latent]`, h(o_t) (`UnrollOutput.root_latent`).
+    latents: `[N, K, *latent]`, g's latents at depths 1..K.
+    batch: its `observation` `[N, *obs]` and `successor_observation`
+      `[N, K, *obs]`; `policy_mask[:, 1:]` says which depths 1..K are
+      decision steps (the others cost 0).
+  """
+  obs = _flat_successors(batch, "reconstruction_weight")
+  n, k = batch.target_identity.shape
+  chex.assert_shape(latents, (n, k, ...))
+  chex.assert_shape(root_latent, (n,) + latents.shape[2:])
+  flat = lambda x: x.reshape(x.shape[0], -1).astype(jnp.float32)
+  first = jnp.mean(jnp.square(network.decode(params, root_latent) - flat(batch.observation)), -1)
+  pred = network.decode(params, latents.reshape((n * k,) + latents.shape[2:]))
+  later = jnp.mean(jnp.square(pred - flat(obs)), -1).reshape(n, k)
+  return jnp.mean(first + jnp.sum(jnp.where(batch.policy_mask[:, 1:], later, 0.0), axis=-1))
+
+
 def l2_norm_squared(params: Params) -> chex.Array:
   """Sum of squares of every "kernel" leaf of `params`."""
   leaves = jax.tree_util.tree_flatten_with_path(params)[0]
@@ -240,8 +282,8 @@ def ndmz_loss(
   params: Params, network: Network, batch: Batch, config: LossConfig = LossConfig()
 ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
   """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms (and
-  `successor_value` and `consistency` where their weights are > 0), `l2` (the weighted penalty),
-  `identity_accuracy` and `total`."""
+  `successor_value`, `consistency` and `reconstruction` where their weights
+  are > 0), `l2` (the weighted penalty), `identity_accuracy` and `total`."""
   outputs = network.unroll(params, batch.observation, batch.actions)
   terms = loss_terms(
     outputs, batch, value_head=network.config.value_head, support_size=network.config.support_size
@@ -250,6 +292,12 @@ def ndmz_loss(
     terms["successor_value"] = successor_value_loss(params, network, outputs.value_logits, batch)
   if config.consistency_weight > 0:
     terms["consistency"] = consistency_loss(params, network, outputs.latents, batch)
+  if config.reconstruction_weight > 0:
+    if not network.config.decoder:
+      raise ValueError("loss.reconstruction_weight > 0 needs network.decoder: true")
+    terms["reconstruction"] = reconstruction_loss(
+      params, network, outputs.root_latent, outputs.latents, batch
+    )
   l2 = config.l2 * l2_norm_squared(params)
   loss = (
     config.value_weight * terms["value"]
@@ -259,6 +307,7 @@ def ndmz_loss(
     + config.identity_weight * terms["identity"]
     + config.successor_value_weight * terms.get("successor_value", 0.0)
     + config.consistency_weight * terms.get("consistency", 0.0)
+    + config.reconstruction_weight * terms.get("reconstruction", 0.0)
     + l2
   )
   return loss, dict(terms, l2=l2, total=loss)

@@ -92,6 +92,10 @@ class NetworkConfig:
       way (alphazero, stochastic_muzero, tdlambda) never train it.
     chance_codes: C, the chance codes of agent stochastic_muzero (0: the
       game's `num_chance_outcomes`); other agents do not read it.
+    decoder: a fourth function, d(latent) -> the observation (an MLP of
+      `hidden`, params `"d"`), which NDMZ's reconstruction term trains
+      (`loss.reconstruction_weight`); the search never calls it. mlp and
+      conv kinds only.
   """
 
   kind: str = "mlp"
@@ -109,6 +113,7 @@ class NetworkConfig:
   dynamics_grad_scale: float = 0.5
   chance_codes: int = 0
   noop_action: bool = False
+  decoder: bool = False
 
   def __post_init__(self):
     object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -133,9 +138,11 @@ class NetworkConfig:
       )
     if not 0.0 <= self.dynamics_grad_scale <= 1.0:
       raise ValueError(f"dynamics_grad_scale must be in [0, 1], got {self.dynamics_grad_scale}")
-    for name in ("normalize_latent", "noop_action"):
+    for name in ("normalize_latent", "noop_action", "decoder"):
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+    if self.decoder and self.kind == "resnet":
+      raise ValueError("decoder needs network kind mlp or conv, got resnet")
 
   @property
   def value_size(self) -> int:
@@ -229,6 +236,17 @@ class _MLPPrediction(nn.Module):
       _dense(self.num_chance)(x),
       _dense(self.config.value_size)(x),
     )
+
+
+class _MLPDecoder(nn.Module):
+  """d: latent -> the flattened observation (linear output)."""
+
+  config: NetworkConfig
+  size: int
+
+  @nn.compact
+  def __call__(self, latent):
+    return _dense(self.size)(_MLP(self.config.hidden)(latent))
 
 
 # --------------------------------------------------------------- resnet body
@@ -366,7 +384,8 @@ def input_shape(env: envs.Env, kind: str) -> Tuple[int, ...]:
 
 
 class Network:
-  """h, g and f for one env. Params: `{"h": ..., "g": ..., "f": ...}`.
+  """h, g and f for one env. Params: `{"h": ..., "g": ..., "f": ...}`, and
+  `"d"` with a decoder (`NetworkConfig.decoder`).
 
   All methods are pure and jittable in `params` and the arrays; the network
   object itself is static (close over it, or pass it as a static argument).
@@ -404,6 +423,7 @@ class Network:
       self._h = _ResRepresentation(config)
       self._g = _ResDynamics(config, self.num_unified, self.num_identity)
       self._f = _ResPrediction(config, *heads)
+    self._d = _MLPDecoder(config, math.prod(self.observation_shape)) if config.decoder else None
 
   # Pieces.
   def init(self, key: chex.PRNGKey) -> Params:
@@ -415,7 +435,15 @@ class Network:
     kernels from a single normal draw.
     """
     shapes = jax.eval_shape(self._flax_init, jax.random.PRNGKey(0))
-    return jax.jit(lambda k: _fill_params(shapes, k))(key)
+
+    def fill(key):
+      params = _fill_params({part: shapes[part] for part in ("h", "g", "f")}, key)
+      if "d" in shapes:
+        # A key of its own: h, g and f are drawn as without a decoder.
+        params["d"] = _fill_params(shapes["d"], jax.random.fold_in(key, 1))
+      return params
+
+    return jax.jit(fill)(key)
 
   def _flax_init(self, key: chex.PRNGKey) -> Params:
     kh, kg, kf = jax.random.split(key, 3)
@@ -424,7 +452,10 @@ class Network:
     latent = self._h.apply(h, self._prepare(obs))
     g = self._g.init(kg, latent, jnp.zeros((1,), jnp.int32))
     f = self._f.init(kf, latent)
-    return {"h": h, "g": g, "f": f}
+    params = {"h": h, "g": g, "f": f}
+    if self._d is not None:
+      params["d"] = self._d.init(kh, latent)  # shapes only: `init` fills the values
+    return params
 
   def _prepare(self, observation: chex.Array) -> chex.Array:
     observation = jnp.asarray(observation, jnp.float32)
@@ -446,6 +477,13 @@ class Network:
     if self.config.noop_action:
       policy, chance = policy[..., : self.num_actions], chance[..., : self.num_chance_outcomes]
     return policy, chance, value
+
+  def decode(self, params: Params, embedding: chex.Array) -> chex.Array:
+    """d: latent `[B, ...]` -> the observation it reconstructs, flattened
+    `[B, prod(obs)]` (`NetworkConfig.decoder`)."""
+    if self._d is None:
+      raise ValueError("this network has no decoder (network.decoder=true adds one)")
+    return self._d.apply(params["d"], embedding)
 
   def to_scalar(self, logits: chex.Array) -> chex.Array:
     """`[..., V]` value/reward head output -> `[...]` scalars."""
@@ -519,4 +557,5 @@ class Network:
       policy_noop_logits=policy[..., a] if noop else None,
       chance_noop_logits=chance[..., c] if noop else None,
       latents=jnp.swapaxes(latents, 0, 1),
+      root_latent=latent,
     )

@@ -71,6 +71,8 @@ class UnrollOutput:
       (`NetworkConfig.noop_action`).
     latents: `[B, K, *latent]` the hidden states g reached at depths 1..K
       (the consistency term reads them), or None where an unroll has none.
+    root_latent: `[B, *latent]` h's latent at depth 0 (the reconstruction
+      term reads it), or None where an unroll has none.
   """
 
   value_logits: chex.Array
@@ -81,6 +83,7 @@ class UnrollOutput:
   policy_noop_logits: Optional[chex.Array] = None
   chance_noop_logits: Optional[chex.Array] = None
   latents: Optional[chex.Array] = None
+  root_latent: Optional[chex.Array] = None
 
 
 # recurrent_fn(params, rng_key, unified_action [B] int32, embedding) -> ModelOutput
