@@ -84,7 +84,7 @@ def main(argv=None) -> int:
 
     for num_seeds in (s for s in args.seeds if s > 1):
       for layout in args.seed_layout:
-        seeds.choose_layout(layout, num_seeds, jax.device_count())
+        seeds.choose_layout(layout, num_seeds, jax.device_count(), jax.process_count())
   except ValueError as e:
     parser.error(str(e))
 

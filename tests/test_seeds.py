@@ -213,6 +213,9 @@ def test_the_seed_layouts_and_their_errors():
     choose("seeds", 3, 2)
   with pytest.raises(ValueError, match="6 seeds do not divide over 4 devices; use 1, 2, 3 or 6"):
     choose("seeds", 6, 4)
+  assert choose("auto", 2, 4, num_processes=2).name == "lanes"
+  with pytest.raises(ValueError, match="seed_layout=seeds runs in one process, not 2"):
+    choose("seeds", 2, 2, num_processes=2)
   for bad in (lambda: choose("diagonal", 2, 2), lambda: _config("train.seed_layout=diagonal")):
     with pytest.raises(ValueError, match="seed_layout must be one of auto, seeds, lanes, got 'd"):
       bad()

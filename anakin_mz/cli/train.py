@@ -198,11 +198,16 @@ def main(argv=None, prog=None) -> int:
   if cfg.train.seeds:  # the layout train_seeds takes on these devices
     num_devices = jax.device_count() if mesh is None else int(mesh.size)
     try:
-      layout = seeds.choose_layout(cfg.train.seed_layout, len(cfg.train.seeds), num_devices)
+      layout = seeds.choose_layout(
+        cfg.train.seed_layout, len(cfg.train.seeds), num_devices, jax.process_count()
+      )
     except ValueError as e:
       parser.error(str(e))
   if mesh is not None and mesh.size < jax.device_count():
-    devices += f"; the run trains on {mesh.size} of them (its sizes divide by {mesh.size})"
+    fits = f"its sizes divide by {mesh.size}"
+    if cfg.train.seeds and cfg.train.seed_layout == "seeds":
+      fits = f"its seeds divide over {mesh.size}"
+    devices += f"; the run trains on {mesh.size} of them ({fits})"
   print(f"devices: {devices}", flush=True)
   tc = cfg.train
   print(

@@ -476,7 +476,8 @@ def scale_rows(
       if num_seeds == 1:
         settings.append((n, 1, ""))
         continue
-      chosen = [seeds_lib.choose_layout(x, num_seeds, jax.device_count()) for x in layouts]
+      on = (jax.device_count(), jax.process_count())
+      chosen = [seeds_lib.choose_layout(x, num_seeds, *on) for x in layouts]
       for name in dict.fromkeys(layout.name for layout in chosen):
         settings.append((n, num_seeds, name))
   subjects = []

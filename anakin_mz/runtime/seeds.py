@@ -105,9 +105,11 @@ def device_counts(num_seeds: int) -> List[int]:
   return [d for d in range(1, num_seeds + 1) if num_seeds % d == 0]
 
 
-def choose_layout(requested: str, num_seeds: int, num_devices: int) -> Layout:
-  """The layout of a study of `num_seeds` seeds on `num_devices` devices for
-  `train.seed_layout` `requested`.
+def choose_layout(
+  requested: str, num_seeds: int, num_devices: int, num_processes: int = 1
+) -> Layout:
+  """The layout of a study of `num_seeds` seeds on `num_devices` devices (of
+  `num_processes` processes) for `train.seed_layout` `requested`.
 
   `auto` is a rule, not a measurement (`--devices auto` measures nothing
   at run time either; its one device per core was measured once,
@@ -117,16 +119,27 @@ def choose_layout(requested: str, num_seeds: int, num_devices: int) -> Layout:
   `lanes` meets the other devices at every gradient mean and count of
   every update, and keeps every seed's params and optimizer state on every
   device; on one device the two are one program, and `auto` keeps the
-  single run's (`lanes`).
+  single run's (`lanes`). Several processes take `lanes`: the run loop
+  reads every seed's counters, metrics and params in each process, which
+  holds only its own devices' seeds in `seeds`.
 
   Raises:
     ValueError: `requested` is not one of `SEED_LAYOUTS`; `seeds` where
-      the seeds do not divide over the devices (naming the counts they do).
+      the seeds do not divide over the devices (naming the counts they do),
+      or over several processes.
   """
   if requested not in SEED_LAYOUTS:
     raise ValueError(
       f"train.seed_layout must be one of {', '.join(SEED_LAYOUTS)}, got {requested!r}"
     )
+  if num_processes > 1:
+    if requested == "seeds":
+      raise ValueError(
+        f"train.seed_layout=seeds runs in one process, not {num_processes}: the run loop "
+        "reads every seed's values in each; use train.seed_layout=lanes or auto"
+      )
+    why = f"{requested}: {num_processes} processes, which each read every seed's values"
+    return Layout("lanes", num_seeds, num_devices, why)
   divides = num_seeds % num_devices == 0
   if requested == "seeds" and not divides:
     raise ValueError(
@@ -166,7 +179,9 @@ def make_study(config: Config, mesh: Optional[Mesh] = None) -> "SeedAxis":
   if not config.train.seeds:
     raise ValueError("a study needs train.seeds")
   mesh = make_mesh() if mesh is None else mesh
-  layout = choose_layout(config.train.seed_layout, len(config.train.seeds), int(mesh.size))
+  layout = choose_layout(
+    config.train.seed_layout, len(config.train.seeds), int(mesh.size), jax.process_count()
+  )
   if layout.name == "lanes":
     return SeedAxis(registry.make_learner(config, mesh), config.train.seeds, layout=layout)
   devices = list(mesh.devices.flat)
