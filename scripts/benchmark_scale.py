@@ -5,6 +5,8 @@ chain of kernels that bounds it on an accelerator.
     taskset -c 1 python scripts/benchmark_scale.py --env nannon --lanes 64 1024
     python scripts/benchmark_scale.py --env nannon --lanes 256 512 --devices 2
     taskset -c 0 python scripts/benchmark_scale.py --env nannon --lanes 64 --seeds 1 4 16
+    python scripts/benchmark_scale.py --env nannon --lanes 64 --seeds 2 --devices 2 \
+        --seed-layout seeds lanes
 
 For each number of lanes the env's config is resized (`anakin_mz.runtime.scaling.scale`:
 the batch grows with the lanes, so the updates per step and the replay
@@ -17,9 +19,12 @@ GPU or TPU, where a step's time is that chain, not its work). `--seeds S
 ...` times each lane count with S seeds trained in one program (a study:
 anakin_mz/runtime/seeds.py), the throughputs summed over the seeds, and
 `vs 1 seed` is the ratio to one seed at the same lanes (where `--seeds`
-holds 1). `--json` writes the rows (lanes, seeds, devices, batch_size,
-env_steps_per_s, updates_per_s, step_s, iterations, sequential_ops,
-unknown_loops).
+holds 1). `--seed-layout` times a study in each layout named (`seeds`:
+whole seeds on each device, `lanes`: each seed's lanes split over them,
+`auto`: the run's rule; `train.seed_layout`), those that come to the same
+layout on these devices once. `--json` writes the rows (lanes, seeds,
+layout, devices, batch_size, env_steps_per_s, updates_per_s, step_s,
+iterations, sequential_ops, unknown_loops).
 
 On a CPU the work bounds a step, so throughput should hardly change with the
 lanes; on an accelerator it should grow until the device is full.
@@ -51,6 +56,12 @@ def main(argv=None) -> int:
     default=[1],
     help="seeds in one program, per lane count (default 1: a single run's step)",
   )
+  parser.add_argument(
+    "--seed-layout",
+    nargs="+",
+    default=["auto"],
+    help="a study's layouts on the devices to time: auto, seeds, lanes (default auto)",
+  )
   parser.add_argument("--devices", default="1", help="CPU devices: N or 'auto' (default 1)")
   parser.add_argument("--repeats", type=int, default=3, help="timed steps per setting")
   parser.add_argument("--json", default=None, help="write the rows to this file")
@@ -66,8 +77,14 @@ def main(argv=None) -> int:
     from anakin_mz import agents  # noqa: F401 (registers every agent)
 
     cfg, _, _ = config_lib.load_for_env(args.env, None, list(args.overrides))
-    for n in args.lanes:  # every size checked before anything compiles
+    for n in args.lanes:  # every size and layout checked before anything compiles
       scaling.scale(cfg, n)
+    import jax
+    from anakin_mz.runtime import seeds
+
+    for num_seeds in (s for s in args.seeds if s > 1):
+      for layout in args.seed_layout:
+        seeds.choose_layout(layout, num_seeds, jax.device_count(), jax.process_count())
   except ValueError as e:
     parser.error(str(e))
 
@@ -79,6 +96,7 @@ def main(argv=None) -> int:
       cfg,
       args.lanes,
       seeds=args.seeds,
+      layouts=args.seed_layout,
       repeats=args.repeats,
       log=lambda s: print(s, file=sys.stderr, flush=True),
     )
@@ -93,14 +111,15 @@ def main(argv=None) -> int:
   )
   one_seed = {r.lanes: r.env_steps_per_s for r in rows if r.seeds == 1}
   print(
-    f"{'lanes':>6} {'seeds':>5} {'devices':>7} {'batch':>6} {'env steps/s':>12} "
+    f"{'lanes':>6} {'seeds':>5} {'layout':>6} {'devices':>7} {'batch':>6} {'env steps/s':>12} "
     f"{'updates/s':>10} {'step s':>7} {'iters':>6} {'seq ops':>8} {'vs first':>9} "
     f"{'vs 1 seed':>9}"
   )
   for r in rows:
     alone = f"{r.env_steps_per_s / one_seed[r.lanes]:8.2f}x" if r.lanes in one_seed else "-"
     print(
-      f"{r.lanes:6d} {r.seeds:5d} {r.devices:7d} {r.batch_size:6d} {r.env_steps_per_s:12.0f} "
+      f"{r.lanes:6d} {r.seeds:5d} {r.layout or '-':>6} {r.devices:7d} {r.batch_size:6d} "
+      f"{r.env_steps_per_s:12.0f} "
       f"{r.updates_per_s:10.1f} {r.step_s:7.2f} {r.iterations:6.1f} {r.sequential_ops:8d} "
       f"{r.env_steps_per_s / base:8.2f}x {alone:>9}"
     )

@@ -150,7 +150,7 @@ def test_benchmark_scale_sums_the_seeds_of_one_program(tmp_path):
   proc = tiny.run_script("benchmark_scale", *args, *tiny.TINY, timeout=900)
   assert proc.returncode == 0, proc.stdout + proc.stderr
   rows = json.loads(out.read_text())
-  assert [(r["lanes"], r["seeds"]) for r in rows] == [(8, 1), (8, 2)]
+  assert [(r["lanes"], r["seeds"], r["layout"]) for r in rows] == [(8, 1, ""), (8, 2, "lanes")]
   assert all(r["env_steps_per_s"] > 0 and r["sequential_ops"] > 100 for r in rows)
   assert "vs 1 seed" in proc.stdout
 
@@ -159,6 +159,13 @@ def test_benchmark_scale_bad_seeds_is_a_clear_error():
   proc = tiny.run_script("benchmark_scale", "--env=catch", "--lanes", "8", "--seeds", "0")
   assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
   assert "--lanes, --seeds and --repeats must be >= 1" in proc.stderr, proc.stderr
+
+
+def test_benchmark_scale_seeds_that_do_not_divide_over_the_devices_are_a_clear_error():
+  args = ["--env=catch", "--lanes", "8", "--seeds", "3", "--devices=2", "--seed-layout", "seeds"]
+  proc = tiny.run_script("benchmark_scale", *args, timeout=300)
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert "3 seeds do not divide over 2 devices; use 1 or 3 devices" in proc.stderr, proc.stderr
 
 
 def test_benchmark_scale_bad_lanes_is_a_clear_error():

@@ -1,8 +1,10 @@
 """A study of several seeds as one program (`runtime.seeds`, issue 64): seeds
 {0, 1} with a leading seed axis make the two single-seed runs (params and
-losses to float rounding), on 1 device through a resume mid-run, and with
-the lanes split over 2 devices (-m slow: a compilation of its own); each
-seed's directory is an ordinary run's; bad seeds are one line.
+losses to float rounding), on 1 device through a resume mid-run, and on 2
+devices in both layouts, each seed's lanes split over them and whole seeds
+on each, through a resume from one layout in the other (-m slow: two
+compilations of their own); each seed's directory is an ordinary run's; bad
+seeds and bad layouts are one line.
 
 The single runs use test_anakin's tiny Catch config (the same compiled
 step, shared through the session's XLA cache); the study adds one
@@ -96,34 +98,60 @@ def test_a_study_is_its_seeds_runs_through_a_resume(tmp_path, single_runs):
   assert third[1].history[0]["loss"] == pytest.approx(single_runs[1][1][1], rel=1e-5)
 
 
-# argv: logdir, out.npz. Trains the study on 2 devices (each seed's lanes
-# split over them); prints one JSON line: devices, each seed's losses.
+# argv: logdir, out.npz, overrides. On 2 devices, trains the study (seeds
+# 0, 1) to 4 updates with each seed's lanes split over the devices
+# (`lanes`), resumes it to 8 with whole seeds on each device (`seeds`), and
+# trains a fresh `seeds` study to 8. Saves each study's params as
+# "<study>/<leaf>"; prints one JSON line: devices, each study's losses per
+# seed, and for each layout its compiled step's first state spec and the
+# replica groups of its collectives.
 WORKER = r"""
-import json, sys
+import json, os, re, sys
 from anakin_mz.runtime import host
 host.configure(2)
 import jax, numpy as np
 import anakin_mz.agents  # registers them, as the command line does
 sys.path.insert(0, "tests")
 import tiny
-from anakin_mz.runtime import run
-cfg = tiny.tiny_config("catch", *sys.argv[3:])
-results = run.train_seeds(cfg, logdir=sys.argv[1], max_updates=8, progress=False)
-params = [jax.device_get(r.state.params) for r in results]
-np.savez(sys.argv[2], *[x for p in params for x in jax.tree.leaves(p)])
-print(json.dumps({"devices": jax.device_count(),
-                  "loss": [[row["loss"] for row in r.history] for r in results]}))
+from anakin_mz.runtime import run, step_cache
+logdir, out, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+kinds = "all-gather|all-to-all|collective-permute|reduce-scatter|all-reduce|collective-broadcast"
+groups = "(?:" + kinds + r")(?:-start)?\(.*?replica_groups=(\{\S*?\}\})"
+got = {"devices": jax.device_count(), "loss": {}, "spec": {}, "groups": {}}
+arrays = {}
+def study(name, layout, updates, resume=False):
+  cfg = tiny.tiny_config("catch", *extra, f"train.seed_layout={layout}")
+  where = os.path.join(logdir, name)
+  results = run.train_seeds(cfg, logdir=where, max_updates=updates, resume=resume, progress=False)
+  step = next(reversed(step_cache.STEPS.values()))  # the step it just ran
+  got["spec"][layout] = list(jax.tree.leaves(step.input_shardings[0][0])[0].spec)
+  got["groups"][layout] = re.findall(groups, step.as_text())
+  got["loss"].setdefault(name, [[] for _ in results])
+  for i, r in enumerate(results):
+    got["loss"][name][i] += [row["loss"] for row in r.history]
+    for j, x in enumerate(jax.tree.leaves(jax.device_get(r.state.params))):
+      arrays[f"{name}/{i}/{j}"] = x
+study("resumed", "lanes", 4)
+study("resumed", "seeds", 8, resume=True)
+study("fresh", "seeds", 8)
+np.savez(out, **arrays)
+print(json.dumps(got))
 """
 
 
-# A second compilation of the study's step (~85 s on a loaded 2-core host
-# with a cold XLA cache, ~30 s warm).
+# Two compilations of the study's step, one per layout (~85 s each on a
+# loaded 2-core host with a cold XLA cache, ~30 s warm).
 @pytest.mark.slow
-def test_a_study_with_its_lanes_over_two_devices_is_its_seeds_runs(tmp_path, single_runs):
+def test_a_study_on_two_devices_is_its_seeds_runs_in_either_layout(tmp_path, single_runs):
+  """Seeds 0, 1 on 2 devices: 4 updates with each seed's lanes split over
+  the devices, resumed to 8 with whole seeds on each (the checkpoints are
+  the seeds' own, in any layout), and 8 updates with whole seeds from the
+  start, each the two single runs. The `seeds` layout's step splits the
+  seed axis and no collective of it spans two devices."""
   env = tiny.cpu_env()
   env.pop("XLA_FLAGS", None)
   out = tmp_path / "params.npz"
-  args = [str(tmp_path / "study"), str(out), *EXTRA, "train.seeds=[0,1]"]
+  args = [str(tmp_path), str(out), *EXTRA, "train.checkpoint_every=4", "train.seeds=[0,1]"]
   proc = subprocess.run(
     [sys.executable, "-c", WORKER, *args],
     cwd=ROOT,
@@ -135,14 +163,16 @@ def test_a_study_with_its_lanes_over_two_devices_is_its_seeds_runs(tmp_path, sin
   assert proc.returncode == 0, proc.stdout + proc.stderr
   got = json.loads(proc.stdout.strip().splitlines()[-1])
   assert got["devices"] == 2
-  with np.load(out) as f:
-    leaves = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+  assert got["spec"] == {"lanes": [None, "data"], "seeds": ["seeds", "data"]}
+  assert got["groups"]["lanes"] and set(got["groups"]["lanes"]) == {"{{0,1}}"}
+  assert got["groups"]["seeds"] and set(got["groups"]["seeds"]) == {"{{0},{1}}"}
   n = len(jax.tree.leaves(single_runs[0][0]))
-  for i, s in enumerate(SEEDS):
-    want_params, want_losses, _ = single_runs[s]
-    _assert_close(
-      leaves[i * n : (i + 1) * n], got["loss"][i], jax.tree.leaves(want_params), want_losses
-    )
+  with np.load(out) as f:
+    for name in ("resumed", "fresh"):
+      for i, s in enumerate(SEEDS):
+        want_params, want_losses, _ = single_runs[s]
+        leaves = [f[f"{name}/{i}/{j}"] for j in range(n)]
+        _assert_close(leaves, got["loss"][name][i], jax.tree.leaves(want_params), want_losses)
 
 
 def test_a_study_state_has_the_seed_axis_in_front():
@@ -162,6 +192,52 @@ def test_a_study_state_has_the_seed_axis_in_front():
     seeds.SeedAxis(study.learner, (1, 1))
 
 
+def test_the_seed_layouts_and_their_errors():
+  """`auto` takes whole seeds per device where the seeds divide over the
+  devices, else splits each seed's lanes (and keeps one device's program
+  the single run's); `seeds` where they do not divide, and a layout not
+  known, are one line naming what is valid. The `seeds` layout's state
+  splits the seed axis over a ("seeds", "data") mesh, the learner's specs
+  behind it, with each device's seeds' own metrics; on several devices its
+  learner must be on one. (Shapes only: the 2-device runs are -m slow.)"""
+  choose = seeds.choose_layout
+  assert [choose("auto", s, d).name for s, d in [(2, 1), (2, 2), (4, 2), (3, 2)]] == [
+    "lanes",
+    "seeds",
+    "seeds",
+    "lanes",
+  ]
+  assert choose("lanes", 2, 2).name == "lanes" and choose("seeds", 2, 1).name == "seeds"
+  assert choose("auto", 4, 2).line().startswith("seed layout: seeds (each of 2 devices holds 2")
+  with pytest.raises(ValueError, match=r"3 seeds do not divide over 2 devices; use 1 or 3 devices"):
+    choose("seeds", 3, 2)
+  with pytest.raises(ValueError, match="6 seeds do not divide over 4 devices; use 1, 2, 3 or 6"):
+    choose("seeds", 6, 4)
+  assert choose("auto", 2, 4, num_processes=2).name == "lanes"
+  with pytest.raises(ValueError, match="seed_layout=seeds runs in one process, not 2"):
+    choose("seeds", 2, 2, num_processes=2)
+  for bad in (lambda: choose("diagonal", 2, 2), lambda: _config("train.seed_layout=diagonal")):
+    with pytest.raises(ValueError, match="seed_layout must be one of auto, seeds, lanes, got 'd"):
+      bad()
+  three = _config("train.seeds=[0,1,2]", "train.seed_layout=seeds")
+  assert run.fit_devices(4, three) == 3 and run.fit_devices(4, _study()) == 4
+
+  learner = registry.make_learner(_study())
+  study = seeds.SeedAxis(learner, SEEDS, devices=jax.devices()[:1])
+  assert study.mesh.axis_names == ("seeds", "data") and study.layout.name == "seeds"
+  state = jax.eval_shape(study.init_run, SEEDS)
+  is_spec = lambda x: isinstance(x, jax.sharding.PartitionSpec)  # noqa: E731
+  inner = learner.specs(jax.eval_shape(learner.init, jax.random.PRNGKey(0)))
+  assert jax.tree.leaves(study.specs(state), is_leaf=is_spec) == [
+    jax.sharding.PartitionSpec("seeds", *spec) for spec in jax.tree.leaves(inner, is_leaf=is_spec)
+  ]
+  assert study.metrics_spec == jax.sharding.PartitionSpec("seeds")
+  assert seeds.SeedAxis(learner, SEEDS).metrics_spec == jax.sharding.PartitionSpec()
+  wide = type("Wide", (), {"mesh": type("FakeMesh", (), {"size": 2})()})()
+  with pytest.raises(ValueError, match="the learner's mesh must be one device, got 2"):
+    seeds.SeedAxis(wide, SEEDS, devices=jax.devices()[:1])
+
+
 def test_the_cli_trains_a_study_into_one_directory_per_seed(tmp_path):
   """`anakin-mz train --seeds 0 1`: each seed's checkpoints, TensorBoard
   scalars and train.json under <logdir>/seed<S>. (The study's step of the
@@ -173,6 +249,7 @@ def test_the_cli_trains_a_study_into_one_directory_per_seed(tmp_path):
   )
   assert out.returncode == 0, out.stdout + out.stderr
   assert "study: seeds 0, 1 in one program" in out.stdout
+  assert "seed layout: lanes (one device holds every seed; auto: one device" in out.stdout
   for s in SEEDS:
     summary = json.loads((logdir / f"seed{s}" / "train.json").read_text())
     assert summary["seed"] == s and summary["saved_step"] == 4
@@ -212,3 +289,5 @@ def test_train_and_train_seeds_refuse_each_others_configs(tmp_path):
   assert seeds.run_dirs("runs/x", _config()) == ["runs/x"]
   one = seeds.single(_study(), 1)
   assert one.seed == 1 and one.train.seeds == () and config_lib.from_dict(one.to_dict()) == one
+  # The layout is the study's, not the seed's run: its checkpoints resume in any.
+  assert seeds.single(_config("train.seeds=[0,1]", "train.seed_layout=seeds"), 1) == one

@@ -53,8 +53,12 @@ leading seed axis: anakin_mz/runtime/seeds.py), each seed's run what
 `--seed S` alone makes, to float rounding. Each seed's TensorBoard scalars,
 checkpoints and `train.json` (what --json writes of a run) are under
 <logdir>/seed<S>, a run directory as any other: `evaluate` and `export`
-take it, and `--resume` continues the whole study. The lanes of each seed
-are split over the devices.
+take it, and `--resume` continues the whole study. On several devices
+`train.seed_layout` lays the study out: `seeds` puts whole seeds on each
+device (the seeds must divide over the devices), `lanes` splits each seed's
+lanes over them as one run does, and `auto` (the default) takes `seeds`
+where the seeds divide, else `lanes`, by a rule, not a measurement; one line
+says which (anakin_mz/runtime/seeds.py). The numbers are the same in either.
 """
 
 from __future__ import annotations
@@ -191,8 +195,19 @@ def main(argv=None, prog=None) -> int:
   from anakin_mz.runtime import run  # after validation: errors come fast
 
   mesh = run.auto_mesh(cfg) if args.devices == "auto" else None
+  if cfg.train.seeds:  # the layout train_seeds takes on these devices
+    num_devices = jax.device_count() if mesh is None else int(mesh.size)
+    try:
+      layout = seeds.choose_layout(
+        cfg.train.seed_layout, len(cfg.train.seeds), num_devices, jax.process_count()
+      )
+    except ValueError as e:
+      parser.error(str(e))
   if mesh is not None and mesh.size < jax.device_count():
-    devices += f"; the run trains on {mesh.size} of them (its sizes divide by {mesh.size})"
+    fits = f"its sizes divide by {mesh.size}"
+    if cfg.train.seeds and cfg.train.seed_layout == "seeds":
+      fits = f"its seeds divide over {mesh.size}"
+    devices += f"; the run trains on {mesh.size} of them ({fits})"
   print(f"devices: {devices}", flush=True)
   tc = cfg.train
   print(
@@ -203,6 +218,7 @@ def main(argv=None, prog=None) -> int:
 
   if tc.seeds:
     print(f"study: seeds {', '.join(map(str, tc.seeds))} in one program", flush=True)
+    print(layout.line(), flush=True)
   budget = dict(
     logdir=logdir,
     resume=args.resume,

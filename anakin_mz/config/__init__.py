@@ -86,13 +86,21 @@ from anakin_mz.config.files import (
   shipped_path,
 )
 from anakin_mz.config.legacy import MOVED
-from anakin_mz.config.schema import LR_SCHEDULES, Config, TrainConfig, from_dict, from_saved
+from anakin_mz.config.schema import (
+  LR_SCHEDULES,
+  SEED_LAYOUTS,
+  Config,
+  TrainConfig,
+  from_dict,
+  from_saved,
+)
 from anakin_mz.config.sections import parse_number
 
 __all__ = [
   "Config",
   "TrainConfig",
   "LR_SCHEDULES",
+  "SEED_LAYOUTS",
   "MOVED",
   "KIND_BASES",
   "SHIPPED_FOLDERS",

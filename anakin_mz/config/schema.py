@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazil
 
 
 LR_SCHEDULES = ("constant", "cosine")
+# How a study's seeds lie on several devices (`runtime.seeds.choose_layout`).
+SEED_LAYOUTS = ("auto", "seeds", "lanes")
 
 
 def _registry():
@@ -64,6 +66,11 @@ class TrainConfig:
   # A study: these seeds train as one program, each under <logdir>/seed<S>
   # (`runtime.seeds`); empty: one run of the config's `seed`.
   seeds: Tuple[int, ...] = ()
+  # A study on several devices: "seeds" splits the seed axis over them (each
+  # device holds whole learners), "lanes" splits each seed's lanes as one run
+  # does, "auto" picks (`runtime.seeds.choose_layout`). The numbers are the
+  # same either way; a seed's own config (what its checkpoints keep) has "auto".
+  seed_layout: str = "auto"
 
   def __post_init__(self):
     positive = (
@@ -112,6 +119,10 @@ class TrainConfig:
       )
     if any(s < 0 for s in self.seeds) or len(set(self.seeds)) != len(self.seeds):
       raise ValueError(f"train.seeds must be distinct integers >= 0, got {list(self.seeds)}")
+    if self.seed_layout not in SEED_LAYOUTS:
+      raise ValueError(
+        f"train.seed_layout must be one of {', '.join(SEED_LAYOUTS)}, got {self.seed_layout!r}"
+      )
 
   @property
   def reanalyse_rows(self) -> int:

@@ -431,6 +431,8 @@ class ScaleRow:
     unknown_loops: loops in it without a known trip count.
     seeds: the seeds trained in the one program (`runtime.seeds`; 1: a
       single run's step).
+    layout: a study's layout on the devices, "seeds" or "lanes"
+      (`seeds.choose_layout`); "" for one seed.
   """
 
   lanes: int
@@ -443,6 +445,7 @@ class ScaleRow:
   sequential_ops: int
   unknown_loops: int
   seeds: int = 1
+  layout: str = ""
 
 
 def scale_rows(
@@ -450,56 +453,73 @@ def scale_rows(
   lanes: Sequence[int],
   *,
   seeds: Sequence[int] = (1,),
+  layouts: Sequence[str] = ("auto",),
   repeats: int = 3,
   warmup: int = 2,
   log: Callable[[str], None] = lambda _: None,
 ) -> List[ScaleRow]:
   """Times one Anakin step of `config` resized to each number of `lanes`
   (`scaling.scale`) on every device, for each number of `seeds` in one
-  program (1: the learner's own step; S > 1: `seeds.SeedAxis` over seeds
-  0..S-1): compiled once each, warmed up, then timed round-robin (one step
-  of each setting in turn, `repeats` rounds, so a change of machine load
-  hits all settings alike); medians, the throughputs summed over the
-  seeds."""
-  subjects = []
+  program (1: the learner's own step; S > 1: the study of seeds 0..S-1,
+  `seeds.make_study`, in each of `layouts` (`train.seed_layout` values;
+  those that come to the same layout on these devices are timed once)):
+  compiled once each, warmed up, then timed round-robin (one step of each
+  setting in turn, `repeats` rounds, so a change of machine load hits all
+  settings alike); medians, the throughputs summed over the seeds.
+
+  Raises:
+    ValueError: a layout `seeds.choose_layout` refuses for these devices.
+  """
+  settings = []
   for n in lanes:
     for num_seeds in seeds:
-      cfg = scaling.scale(config, n)
-      learner = Learner(cfg)
       if num_seeds == 1:
-        stepper, state = learner, learner.init_sharded(cfg.seed)
-      else:
-        stepper = seeds_lib.SeedAxis(learner, tuple(range(num_seeds)))
-        state = stepper.init_sharded(stepper.seeds)
-      name = f"{n} lanes x {num_seeds} seed(s)"
-      t0 = time.perf_counter()
-      step = stepper.jit_step.lower(state).compile()
-      log(f"{name}: compiled in {time.perf_counter() - t0:.0f} s")
-      searches = []
-      for _ in range(warmup):
-        state, metrics = step(state)
-        searches.append(float(np.sum(metrics.search.searches)))
-      jax.block_until_ready(state)
-      subjects.append([(n, num_seeds), cfg, learner, step, state, searches, []])
+        settings.append((n, 1, ""))
+        continue
+      on = (jax.device_count(), jax.process_count())
+      chosen = [seeds_lib.choose_layout(x, num_seeds, *on) for x in layouts]
+      for name in dict.fromkeys(layout.name for layout in chosen):
+        settings.append((n, num_seeds, name))
+  subjects = []
+  for n, num_seeds, layout in settings:
+    cfg = scaling.scale(config, n)
+    if num_seeds == 1:
+      learner = Learner(cfg)
+      stepper, state = learner, learner.init_sharded(cfg.seed)
+    else:
+      train = dataclasses.replace(cfg.train, seeds=tuple(range(num_seeds)), seed_layout=layout)
+      stepper = seeds_lib.make_study(dataclasses.replace(cfg, train=train))
+      learner, state = stepper.learner, stepper.init_sharded(stepper.seeds)
+    name = f"{n} lanes x {num_seeds} seed(s){f' ({layout})' if layout else ''}"
+    t0 = time.perf_counter()
+    step = stepper.jit_step.lower(state).compile()
+    log(f"{name}: compiled in {time.perf_counter() - t0:.0f} s")
+    searches = []
+    for _ in range(warmup):
+      state, metrics = step(state)
+      searches.append(float(np.sum(metrics.search.searches)))
+    jax.block_until_ready(state)
+    setting = (n, num_seeds, layout, int(stepper.mesh.size), name)
+    subjects.append([setting, cfg, learner, step, state, searches, []])
   for r in range(repeats):
     for subject in subjects:
-      (n, num_seeds), _, learner, step, state, searches, times = subject
+      (*_, name), _, learner, step, state, searches, times = subject
       t0 = time.perf_counter()
       state, metrics = step(state)
       jax.block_until_ready(state)
       times.append(time.perf_counter() - t0)
       searches.append(float(np.sum(metrics.search.searches)))
       subject[4] = state
-      log(f"round {r + 1}: {n} lanes x {num_seeds} seed(s) {times[-1]:.2f} s")
+      log(f"round {r + 1}: {name} {times[-1]:.2f} s")
   rows = []
-  for (n, num_seeds), cfg, learner, step, _, searches, times in subjects:
+  for (n, num_seeds, layout, devices, _), cfg, learner, step, _, searches, times in subjects:
     dt = statistics.median(times)
     iterations = statistics.median(searches) / (n * num_seeds)
     ops = sequential_ops(step.as_text(), outer_trips=round(iterations))
     rows.append(
       ScaleRow(
         lanes=n,
-        devices=learner.num_devices,
+        devices=devices,
         batch_size=cfg.train.batch_size,
         env_steps_per_s=num_seeds * learner.transitions_per_chunk / dt,
         updates_per_s=num_seeds * learner.updates_per_chunk / dt,
@@ -508,6 +528,7 @@ def scale_rows(
         sequential_ops=ops.total,
         unknown_loops=ops.unknown_loops,
         seeds=num_seeds,
+        layout=layout,
       )
     )
   return rows

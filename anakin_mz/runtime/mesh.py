@@ -82,6 +82,11 @@ class OnMesh:
   """Mixin for a learner with `mesh`, `init`, `init_run`, `specs` and
   `local_step` (see the module doc)."""
 
+  # The spec of the step's metrics: replicated, as `local_step` returns them
+  # reduced over the devices (a study with whole seeds on each device,
+  # `seeds.SeedAxis`, returns each device's seeds' own instead).
+  metrics_spec = REPLICATED
+
   def shardings(self, state):
     """The `NamedSharding` of each leaf of `state` (a state, or its
     `jax.eval_shape`)."""
@@ -112,8 +117,8 @@ class OnMesh:
 
   def step(self, state):
     """One Anakin step of the global state: `local_step` on every device's
-    share (`jax.shard_map`); returns (state, metrics), the metrics
-    replicated. Call it through `jit_step`, or inside a jit of your own."""
+    share (`jax.shard_map`); returns (state, metrics), the metrics laid out
+    by `metrics_spec`. Call it through `jit_step`, or inside a jit of your own."""
     specs = self.specs(jax.eval_shape(self.init, jax.random.PRNGKey(0)))
     # check_vma=False: JAX's tracking of device-varying values does not see
     # through the games' `lax.cond`s on mixed inputs. What it would check,
@@ -125,7 +130,7 @@ class OnMesh:
       self.local_step,
       mesh=self.mesh,
       in_specs=(specs,),
-      out_specs=(specs, REPLICATED),
+      out_specs=(specs, self.metrics_spec),
       check_vma=False,
     )
     return fn(state)
@@ -134,7 +139,7 @@ class OnMesh:
   def jit_step(self):
     """`step` jitted on the mesh: takes and returns the state with
     `shardings` (a state on one device, or on host, is moved there first);
-    the metrics come back replicated."""
-    rep = NamedSharding(self.mesh, REPLICATED)
+    the metrics come back laid out by `metrics_spec`."""
+    rep = NamedSharding(self.mesh, self.metrics_spec)
     shardings = self._state_shardings()
     return jax.jit(self.step, in_shardings=(shardings,), out_shardings=(shardings, rep))

@@ -158,16 +158,21 @@ class _NoWriter:
 
 def fit_devices(num_devices: int, config: Config) -> int:
   """The most devices, at most `num_devices`, that divide `config`'s global
-  sizes (lanes, batch rows, reanalysed rows)."""
+  sizes (lanes, batch rows, reanalysed rows), or, for a study laid out
+  `train.seed_layout=seeds` (whole seeds on each device, the learner's
+  sizes unsplit), its number of seeds."""
   tc = config.train
   sizes = [tc.num_envs, tc.batch_size] + ([tc.reanalyse_rows] if tc.reanalyse_rows else [])
+  if tc.seeds and tc.seed_layout == "seeds":
+    sizes = [len(tc.seeds)]
   return max(d for d in range(1, num_devices + 1) if all(s % d == 0 for s in sizes))
 
 
 def auto_mesh(config: Config) -> Mesh:
   """The mesh `--devices auto` trains on: the most of this process's
   devices (one per usable core on CPU, `host.configure`) that divide the
-  run's sizes (`fit_devices`); every device of a multi-process run."""
+  run's sizes (`fit_devices`); every device of a multi-process run. (A
+  study's layout on it: `seeds.choose_layout`.)"""
   devices = jax.devices()
   if jax.process_count() == 1:
     devices = devices[: fit_devices(len(devices), config)]
@@ -293,13 +298,19 @@ def train_seeds(
   A non-finite value in any seed stops the study (`NonFiniteError` naming
   the seed), as it stops a run.
 
+  On several devices the study lies on `mesh` as `train.seed_layout` says
+  (`seeds.choose_layout`: whole seeds on each device, or each seed's lanes
+  split over them); the numbers are the same in either.
+
   Returns:
     One `RunResult` per seed, in `train.seeds` order; its `state` is that
-    seed's alone (the learner's layout).
+    seed's alone (`seeds.SeedAxis.take`: the learner's layout, or in the
+    `seeds` layout a copy on each device).
 
   Raises:
     ValueError: as `train`; a config without `train.seeds`; `run_dirs` not
-      one per seed.
+      one per seed; `train.seed_layout=seeds` with seeds that do not divide
+      over the devices.
   """
   if not config.train.seeds:
     raise ValueError("train_seeds needs a study's config (train.seeds); run.train trains one run")
@@ -345,10 +356,10 @@ class _Loop:
     # Updates between evaluations: none without an evaluation to run.
     self.eval_every = tc.eval_every if evaluate is not None else 0
     self.target = tc.total_updates if max_updates is None else max_updates
-    self.learner = registry.make_learner(config, mesh)
-    self.env = self.learner.env
     if tc.seeds:
-      self.study = seeds_lib.SeedAxis(self.learner, tc.seeds)
+      self.study = seeds_lib.make_study(config, mesh)  # its layout: `seeds.choose_layout`
+      self.learner = self.study.learner
+      self.env = self.learner.env
       dirs = run_dirs or seeds_lib.run_dirs(logdir, config)
       self.runs = [
         _Run(seeds_lib.single(config, s), i, d, os.path.join(d, "checkpoints"), f"seed {s}: ")
@@ -357,6 +368,8 @@ class _Loop:
       self.state = self.study.init_sharded(tc.seeds)
     else:
       self.study = None
+      self.learner = registry.make_learner(config, mesh)
+      self.env = self.learner.env
       checkpoint_dir = checkpoint_dir or os.path.join(logdir, "checkpoints")
       self.runs = [_Run(config, None, logdir, checkpoint_dir)]
       self.state = self.learner.init_sharded(config.seed)
@@ -366,7 +379,7 @@ class _Loop:
     return np.atleast_1d(np.asarray(jax.device_get(self.state.update_step)))
 
   def state_of(self, run: _Run):
-    """`run`'s own state (the learner's layout)."""
+    """`run`'s own state (a study's seed: `SeedAxis.take`'s)."""
     return self.state if run.index is None else self.study.take(self.state, run.index)
 
   def restore(self, resume: bool) -> bool:
@@ -390,9 +403,12 @@ class _Loop:
       # The saved state is global: it restores onto this run's mesh, whatever
       # the device count it was saved on. A newest step that does not read
       # back (a corrupt file) gives way to the newest one that does.
-      state, _ = ckpt.restore_latest_readable(
-        run.checkpoint_dir, self.learner.abstract_state(), check
-      )
+      # A study's seed restores laid out as `take` gives it (its layout's).
+      if self.study is None:
+        abstract = self.learner.abstract_state()
+      else:
+        abstract = self.study.seed_abstract_state()
+      state, _ = ckpt.restore_latest_readable(run.checkpoint_dir, abstract, check)
       states.append(state)
       run.saved_step = int(state.update_step)
     self.state = states[0] if self.study is None else self.study.stack(states)
