@@ -179,13 +179,13 @@ def test_true_model_agents_refuse_hidden_chance(agent):
 
 
 def test_value_player_refuses_hidden_chance():
-  """`evaluate.py --agent value` looks ahead on the real game as TD(lambda)
+  """`evaluate.py --player value` looks ahead on the real game as TD(lambda)
   does: refused where TD(lambda) is, before any network call."""
   pytest.importorskip("gymnax")
   config = config_lib.load("minatar-breakout")
   env = config.make_env()
   network = Network(env, config.network)
-  with pytest.raises(ValueError, match="--agent value .*hidden from a model.*--agent search"):
+  with pytest.raises(ValueError, match="--player value .*hidden from a model.*--player search"):
     registry.get("ndmz").value_policy(network, None, env, discount=1.0)
 
 

@@ -21,7 +21,7 @@ from anakin_mz.eval import match
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
 from anakin_mz.core import registry as runtime_registry
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 
 # Tutorial map facts (RULES.md): lanes 0 west on row 4, 1 north on col 5,
 # 2 east on row 5, 3 south on col 4; each lane's light is at position 3;
@@ -555,7 +555,7 @@ def test_a_model_of_the_old_observation_is_refused_in_one_line(tmp_path, capsys)
   old = str(tmp_path / "carchess_v1.msgpack")
   export.write(old, config, params, 1, "carchess", 1)
   with pytest.raises(ckpt.CheckpointError) as e:
-    agent_lib.load_agent(old, expect_env="carchess")
+    restore.load_agent(old, expect_env="carchess")
   assert str(e.value) == (
     f"checkpoint {old!r} is for carchess version 1; this code has version 2 (the "
     "game's rules or observation changed: retrain, or use the code it was trained with)"

@@ -32,6 +32,31 @@ def test_no_tool_or_an_unknown_one_is_an_error(capsys):
   assert "error: unknown tool 'trian'; tools: train, evaluate, play, show-search" in err
 
 
+def test_the_removed_ppo_tool_names_train_agent_ppo(capsys):
+  # PPO has one path: `train --agent=ppo` and the config library.
+  assert cli.main(["ppo", "--env", "catch", "num_envs=16"]) == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and err.startswith("error: `anakin-mz ppo` is gone"), err
+  assert "`anakin-mz train --agent=ppo`" in err and "--config ppo/minatar-breakout" in err
+  assert "ppo" not in cli.TOOLS
+
+
+@pytest.mark.parametrize("tool", ["evaluate", "play", "export"])
+@pytest.mark.parametrize("spelling", [["--agent", "greedy"], ["--agent=value"], ["--agent"]])
+def test_the_players_old_agent_option_is_refused_naming_player(tool, spelling, capsys):
+  # `--agent` names the learner (`train`); who plays is `--player`.
+  module = importlib.import_module(f"anakin_mz.cli.{cli.TOOLS[tool]}")
+  with pytest.raises(SystemExit) as e:
+    module.main([*spelling, "--checkpoint", "nannon"], prog=f"anakin-mz {tool}")
+  assert e.value.code == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and err.startswith("error: --agent is now --player ("), err
+  with pytest.raises(SystemExit):
+    module.main(["--help"], prog=f"anakin-mz {tool}")
+  usage = capsys.readouterr().out
+  assert "--player" in usage and "--agent" not in usage
+
+
 @pytest.mark.parametrize("tool", sorted(cli.TOOLS))
 def test_each_tool_answers_help_under_its_subcommand(tool, capsys):
   module = importlib.import_module(f"anakin_mz.cli.{cli.TOOLS[tool]}")

@@ -201,7 +201,7 @@ def test_read_rows_drops_an_unfinished_line(tmp_path):
 
 @pytest.mark.slow
 def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypatch):
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
   from anakin_mz.eval import plots
   from envs import nannon_solver as ns
   import envs.bots.nannon as bots_nannon
@@ -242,7 +242,7 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypa
     assert list(steps) == [r["update_step"] for r in rs]
     np.testing.assert_allclose(values, [r["exact/greedy_vs_optimal"] for r in rs], rtol=1e-6)
     # The score is the exact score of the saved network's greedy policy.
-    agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"), rs[-1]["update_step"])
+    agent = restore.load_agent(os.path.join(run_dir, "checkpoints"), rs[-1]["update_step"])
     policy = agent.greedy_policy()
     table = bots_nannon.policy_table(agent.env, policy, jax.random.PRNGKey(0))
     for opp in ("optimal", "random"):

@@ -116,12 +116,12 @@ def test_corrupt_step_is_a_clear_error(tmp_path, catch_ckpt):
 def test_a_runs_logdir_stands_for_its_checkpoints(catch_ckpt):
   # `--checkpoint runs/catch` said "no checkpoints found": every reader
   # locates <logdir>/checkpoints (checkpoint.locate), so every tool takes it.
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
 
   logdir = os.path.dirname(catch_ckpt)
   assert ckpt.locate(logdir) == catch_ckpt and ckpt.steps(logdir) == (3,)
   assert ckpt.load_metadata(logdir)["step"] == 3
-  agent = agent_lib.load_agent(logdir, expect_env="catch")
+  agent = restore.load_agent(logdir, expect_env="catch")
   assert agent.directory == catch_ckpt and agent.step == 3
 
 
@@ -222,7 +222,7 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
     "value_vs_optimal",
   ]
   assert 0.0 < r["exact"]["value_vs_random"] < 1.0
-  with pytest.raises(ValueError, match=r"--agent must be one of \('search', 'greedy', 'value'\)"):
+  with pytest.raises(ValueError, match=r"--player must be one of \('search', 'greedy', 'value'\)"):
     report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="policy")
   # extra_policies picks what the exact evaluator scores, with the same figures.
   sub = report.evaluate_checkpoint(
@@ -258,8 +258,8 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
   assert "Traceback" not in out.stderr
   out = tiny.run_script("evaluate", "--bot", "random")
   assert out.returncode == 2 and "--bot needs --env" in out.stderr
-  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "random", "--agent", "policy")
-  assert out.returncode == 2 and "--agent must be one of" in out.stderr and "'policy'" in out.stderr
+  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "random", "--player", "policy")
+  assert out.returncode == 2 and "argument --player: invalid choice: 'policy'" in out.stderr
   assert "Traceback" not in out.stderr
   out = tiny.run_script(
     "evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy"
@@ -303,9 +303,9 @@ def test_tournament_names_players_by_model_file_shipped_name_or_run(nannon_ckpt,
   # and two model files of one directory refused as "a player appears twice".
   from anakin_mz.eval import tournament
   from anakin_mz.runtime import export
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
 
-  agent = agent_lib.load_agent(nannon_ckpt)
+  agent = restore.load_agent(nannon_ckpt)
   models = tmp_path / "models"
   for path in (models / "a.msgpack", models / "b.msgpack", tmp_path / "other" / "a.msgpack"):
     export.write(str(path), agent.config, agent.params, 6, "nannon", agent.env.version)
@@ -447,10 +447,10 @@ def test_learning_table_reads_every_run_at_the_same_budget():
 
 @pytest.mark.slow  # compiles several searches: minutes on a busy 2-core CPU
 def test_show_search(nannon_ckpt):
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
   from anakin_mz.eval import search_tree
 
-  agent = agent_lib.load_agent(nannon_ckpt)
+  agent = restore.load_agent(nannon_ckpt)
   out, svg = search_tree.show(agent, moves=3, simulations=6)
   assert "[0] choice P" in out and "real: decision" in out
   doc = xml.dom.minidom.parseString(svg)
@@ -471,11 +471,11 @@ def test_show_search_refuses_a_negative_depth(capsys):
 
 
 def test_play_reprompts_on_bad_input(catch_ckpt, capsys):
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
   from anakin_mz.eval import play
 
   answers = iter(["left", "7", ""] + ["1"] * 20)
-  agent = agent_lib.load_agent(catch_ckpt, expect_env="catch")
+  agent = restore.load_agent(catch_ckpt, expect_env="catch")
   assert play.play(agent, 0, 0, None, "search", read=lambda prompt: next(answers)) == 0
   out = capsys.readouterr().out
   assert "'left' is not a move number" in out

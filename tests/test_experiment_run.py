@@ -199,11 +199,22 @@ def test_the_choice_of_one_program_or_one_after_another(tmp_path):
       "name: a\nenv: catch\ncheckpoint: nannon\nvariants: {b: [train.td_steps=3]}\n",
       "override the search only",
     ),
+    (  # who plays is `player`, as evaluate's --player; `agent` names the learner
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {agent: greedy}\n",
+      "evaluation: agent is now player",
+    ),
   ],
 )
 def test_a_bad_spec_is_a_clear_error(tmp_path, body, message):
   with pytest.raises(ValueError, match=message):
     spec_lib.load(_spec(tmp_path, body))
+
+
+def test_the_evaluate_command_of_a_spec_names_its_player(tmp_path):
+  path = _spec(tmp_path, "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {player: value}\n")
+  spec = spec_lib.load(path)
+  command = spec_lib.evaluate_command(spec, spec.variants[0], 0, "CKPT", "OUT")
+  assert "--player=value" in command and "--agent" not in command
 
 
 def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys):

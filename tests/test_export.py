@@ -13,7 +13,7 @@ import tiny as tiny_lib
 import envs
 import envs.bots
 from anakin_mz.runtime import export, run
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.cli import export as export_cli
@@ -36,8 +36,8 @@ def catch_run(tmp_path_factory):
 
 def test_a_model_file_restores_the_checkpoints_params_exactly(catch_run):
   directory, model = catch_run
-  from_dir = agent_lib.load_agent(directory)
-  from_file = agent_lib.load_agent(model, expect_env="catch")
+  from_dir = restore.load_agent(directory)
+  from_file = restore.load_agent(model, expect_env="catch")
   assert from_file.step == from_dir.step and from_file.config == from_dir.config
   leaves_dir, tree_dir = jax.tree.flatten(from_dir.params)
   leaves_file, tree_file = jax.tree.flatten(from_file.params)
@@ -69,19 +69,19 @@ def test_bad_model_files_are_named(catch_run, tmp_path):
   garbage = tmp_path / "garbage.msgpack"
   garbage.write_bytes(b"\xc1\xc1 not msgpack")
   with pytest.raises(ckpt.CheckpointError, match="not an anakin-mz model file"):
-    agent_lib.load_agent(str(garbage))
+    restore.load_agent(str(garbage))
   other = tmp_path / "other.msgpack"
   _write(other, {"format": "something-else/3"})
   with pytest.raises(ckpt.CheckpointError, match="format 'something-else/3'"):
-    agent_lib.load_agent(str(other))
+    restore.load_agent(str(other))
   partial = tmp_path / "partial.msgpack"
   _write(partial, {"format": export.FORMAT, "env": "catch"})
   with pytest.raises(ckpt.CheckpointError, match="lacks config, env_version, step, params"):
-    agent_lib.load_agent(str(partial))
+    restore.load_agent(str(partial))
   with pytest.raises(ckpt.CheckpointError, match="is for env 'catch', not 'nannon'"):
-    agent_lib.load_agent(model, expect_env="nannon")
+    restore.load_agent(model, expect_env="nannon")
   with pytest.raises(ckpt.CheckpointError, match="holds step 4 only; drop --step 8"):
-    agent_lib.load_agent(model, step=8)
+    restore.load_agent(model, step=8)
 
 
 def test_params_that_do_not_fit_the_network_are_named(catch_run, tmp_path):
@@ -95,7 +95,7 @@ def test_params_that_do_not_fit_the_network_are_named(catch_run, tmp_path):
   bad = tmp_path / "bad.msgpack"
   export.write(str(bad), m.config, params, m.step, m.env_id, m.env_version)
   with pytest.raises(ckpt.CheckpointError, match=f"{first}/params/{layer}/bias has shape"):
-    agent_lib.load_agent(str(bad))
+    restore.load_agent(str(bad))
 
 
 def test_nonfinite_params_are_not_exported(catch_run, tmp_path):
@@ -123,7 +123,7 @@ def test_the_shipped_nannon_model_is_small_and_plays_near_optimal():
   path = export.resolve("nannon")
   assert path == export.shipped_path("nannon") and os.path.isfile(path)
   assert os.path.getsize(path) <= 2_000_000
-  agent = agent_lib.load_agent("nannon", expect_env="nannon")
+  agent = restore.load_agent("nannon", expect_env="nannon")
   assert agent.env.id == "nannon"
   assert {k: agent.env.params[k] for k in ("points", "checkers", "die_sides")} == {
     "points": 6,
@@ -164,7 +164,7 @@ def test_export_writes_the_play_settings_and_evaluate_reads_them(catch_run, tmp_
     "num_simulations=3",
     "--search",
     "root=gumbel",
-    "--agent",
+    "--player",
     "greedy",
   )
   m = export.read(out)
@@ -173,7 +173,7 @@ def test_export_writes_the_play_settings_and_evaluate_reads_them(catch_run, tmp_
     "gumbel",
     "greedy",
   )
-  assert agent_lib.load_agent(out).agent_kind == "greedy"
+  assert restore.load_agent(out).agent_kind == "greedy"
   # evaluate plays the file's player with the file's search unless told otherwise
   r = report.evaluate_checkpoint(out, games=2, extra=False)
   assert r["agent"] == "greedy" and "search_overrides" not in r
@@ -201,7 +201,7 @@ def test_play_reads_the_files_settings_and_takes_search(catch_run, tmp_path, mon
   from anakin_mz.cli import play as play_cli
   from anakin_mz.eval import play
 
-  out = _export(catch_run, tmp_path, "--search", "root=gumbel", "--agent", "greedy")
+  out = _export(catch_run, tmp_path, "--search", "root=gumbel", "--player", "greedy")
   seen = []
   monkeypatch.setattr(
     play, "play", lambda agent, seat, seed, sims, kind, read: seen.append((agent, kind)) or 0
@@ -216,7 +216,7 @@ def test_play_reads_the_files_settings_and_takes_search(catch_run, tmp_path, mon
     out,
     "--search",
     "num_simulations=5",
-    "--agent",
+    "--player",
     "search",
   ]
   assert play_cli.main(argv) == 0
@@ -257,7 +257,7 @@ def test_the_shipped_nannon_search_plays_near_optimal():
   """The shipped model's default search (16 simulations) scores >= 0.49
   exact against the optimal player (0.4941 measured; a search for each
   decision state: minutes on one core)."""
-  agent = agent_lib.load_agent("nannon", expect_env="nannon")
+  agent = restore.load_agent("nannon", expect_env="nannon")
   (evaluator,) = envs.bots.evaluators("nannon")
   scores = evaluator.score(agent.env, {"search": agent.search_policy()}, jax.random.PRNGKey(0))
   assert scores["search_vs_optimal"] >= 0.49, scores

@@ -12,9 +12,10 @@ import tiny
 
 import envs
 import envs.bots
+from anakin_mz import config as config_lib
 from anakin_mz.core.registry import make_learner
 from anakin_mz.eval.match import play_match
-from anakin_mz.agents.ppo import PPO, PPOConfig
+from anakin_mz.agents.ppo import PPO
 from anakin_mz.core.selfplay import init_actors
 
 
@@ -98,5 +99,6 @@ def test_learner_init_and_search(agent):
 
 
 def test_ppo_init():
-  ppo = PPO(envs.make("catch"), PPOConfig(num_envs=4, num_steps=4, hidden=(8,)))
+  sizes = ["train.num_envs=4", "train.rollout_length=4", "network.hidden=[8]"]
+  ppo = PPO(envs.make("catch"), config_lib.load("catch", ["agent=ppo", *sizes]))
   _same_in_both_flavours(ppo.init)

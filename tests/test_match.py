@@ -20,17 +20,17 @@ _GAMES = 64
 
 
 def _recorded_match(env, num_games, seed=0):
-  """Plays random against random, recording for each batched agent call
-  its lanes' count and which of them hold an unfinished game at a chance
-  node."""
+  """Plays random against random, recording for each batched call of the
+  policy under test its lanes' count and which of them hold an unfinished
+  game at a chance node."""
   calls = []
 
-  def agent(state, key):
+  def policy(state, key):
     at_chance = ~state.done & (state.current_player == envs.CHANCE)
     jax.debug.callback(lambda c: calls.append(np.asarray(c)), at_chance, ordered=True)
     return envs.random_policy(state, key)
 
-  res = jax.jit(lambda k: match.play_match(env, agent, envs.random_policy, k, num_games))(
+  res = jax.jit(lambda k: match.play_match(env, policy, envs.random_policy, k, num_games))(
     jax.random.PRNGKey(seed)
   )
   jax.block_until_ready(res.score)
@@ -57,7 +57,7 @@ def test_take_lanes_gives_the_wanting_lanes_first_lowest_first():
                   ("carchess", _GAMES)],
 )  # fmt: skip
 def test_the_policies_are_called_only_where_a_move_is_made(game, lanes):
-  """Zero-sum: the agent gets half the lanes; one player or collaborative:
+  """Zero-sum: the policy under test gets half the lanes; one player or collaborative:
   all of them. No call finds an unfinished game at a chance node, and every
   game ends; its transitions count the chance nodes sampled between moves."""
   env = envs.make(game)
@@ -87,19 +87,19 @@ def test_each_lane_plays_its_own_policies_moves(num_games):
   the same player, no game waits (one call per move of the longest game)."""
   env, calls = envs.make("breakthrough"), []
 
-  def agent(state, key):
+  def policy(state, key):
     jax.debug.callback(lambda: calls.append(1), ordered=True)
     return _first_legal(state, key)
 
-  def reference(agent_seat):
+  def reference(policy_seat):
     state, score = env.reset(jax.random.PRNGKey(0)), 0.0
     while not bool(state.done):
-      mover = _first_legal if int(state.current_player) == agent_seat else _last_legal
+      mover = _first_legal if int(state.current_player) == policy_seat else _last_legal
       state = env.step(state, mover(state, None))
-      score += float(state.rewards[agent_seat])
+      score += float(state.rewards[policy_seat])
     return score, int(state.step_count)
 
-  res = jax.jit(lambda k: match.play_match(env, agent, _last_legal, k, num_games))(
+  res = jax.jit(lambda k: match.play_match(env, policy, _last_legal, k, num_games))(
     jax.random.PRNGKey(1)
   )
   want = [reference(seat) for seat in (0, 1)]
@@ -110,13 +110,13 @@ def test_each_lane_plays_its_own_policies_moves(num_games):
   assert len(calls) == max(n for _, n in want)
 
 
-def test_every_game_is_scored_once_and_the_agent_takes_each_seat_in_turn():
+def test_every_game_is_scored_once_and_the_policy_takes_each_seat_in_turn():
   """A win or a loss counts once (the rewards of the move and of the chance
   after it are summed by the keyed step, never again from a finished game)."""
   env = envs.make("nannon")
   res = jax.jit(lambda k: match.play_match(env, envs.random_policy, envs.random_policy, k, _GAMES))(
     jax.random.PRNGKey(3)
   )
-  np.testing.assert_array_equal(np.asarray(res.agent_seat), np.arange(_GAMES) % 2)
+  np.testing.assert_array_equal(np.asarray(res.policy_seat), np.arange(_GAMES) % 2)
   score = np.asarray(res.score)
   assert set(np.unique(score)) == {-1.0, 1.0}

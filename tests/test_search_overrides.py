@@ -3,13 +3,13 @@ evaluation, checked by the config's own rules."""
 
 import pytest
 
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz.cli import main as cli_main
 from anakin_mz.eval import report
 
 
 def test_overrides_change_the_search_and_nothing_else():
-  config = agent_lib.load_agent("nannon").config
+  config = restore.load_agent("nannon").config
   # the shipped model's own search is Gumbel at 16 (docs/results/models.md)
   changed = report.with_search_overrides(config, ["backup=mean", "num_simulations=32"])
   assert (changed.search.backup, changed.search.num_simulations) == ("mean", 32)
@@ -27,7 +27,7 @@ def test_overrides_change_the_search_and_nothing_else():
   ],
 )
 def test_bad_overrides_are_named(item, message):
-  config = agent_lib.load_agent("nannon").config
+  config = restore.load_agent("nannon").config
   with pytest.raises(ValueError) as e:
     report.with_search_overrides(config, [item])
   assert message in str(e.value)

@@ -14,7 +14,7 @@ import pytest
 from anakin_mz.cli import options
 from anakin_mz.eval import report
 from anakin_mz.runtime import export
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 
 # Matches play real networks, not tiny programs: XLA's default level
 # (conftest.py).
@@ -101,7 +101,7 @@ def test_every_shipped_model_is_a_packaged_file_and_named_in_the_help():
 def test_a_shipped_model_loads_by_name_with_its_scored_settings(name):
   want = MODELS[name]
   assert export.resolve(name) == export.shipped_path(name)
-  agent = agent_lib.load_agent(name, expect_env=want["env"])
+  agent = restore.load_agent(name, expect_env=want["env"])
   assert agent.config.agent == want["agent"] and agent.agent_kind == want["agent_kind"]
   assert {k: agent.env.params[k] for k in want["env_params"]} == want["env_params"]
   search = agent.config.search

@@ -16,7 +16,7 @@ import pytest
 import envs
 import tiny
 from anakin_mz.core import registry
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz import config as config_lib
 from anakin_mz.core import replay as replay_lib
 from anakin_mz.runtime import run as run_lib
@@ -314,7 +314,7 @@ def test_stochastic_muzero_runs_through_the_shared_loop_and_checkpoints(tmp_path
   step = int(result.state.update_step)
   assert step >= 8 and result.saved_step == step
   assert all(np.isfinite(row["loss"]) for row in result.history if "loss" in row)
-  loaded = agent_lib.load_agent(result.checkpoint_dir)
+  loaded = restore.load_agent(result.checkpoint_dir)
   assert loaded.step == step and isinstance(loaded.network, StochasticNetwork)
   state = jax.vmap(loaded.env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
   policy = loaded.search_policy(loaded.config.search)

@@ -11,7 +11,7 @@ from flax import struct
 
 import envs
 from anakin_mz.core import registry
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import run as run_lib
 from anakin_mz.eval import periodic, report
@@ -215,7 +215,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
   assert 16 <= step < 24 and result.saved_step == step
   assert sum(row["episodes"] for row in result.history) >= 4
   assert [e["update_step"] for e in result.evals] == [0, step]
-  loaded = agent_lib.load_agent(result.checkpoint_dir)
+  loaded = restore.load_agent(result.checkpoint_dir)
   assert loaded.step == step and isinstance(loaded.network, ValueModel)
   state = jax.jit(jax.vmap(loaded.env.reset))(jax.random.split(jax.random.PRNGKey(3), 4))
   policy = jax.jit(loaded.search_policy(loaded.config.search))
@@ -236,7 +236,7 @@ def test_tdlambda_runs_through_the_shared_loop_and_checkpoints(tmp_path):
 
 
 def test_value_policy_plays_a_network_value_head_in_the_same_expectimax():
-  """`AgentSpec.value_policy` (evaluate.py --agent value) on an NDMZ network: the
+  """`AgentSpec.value_policy` (evaluate.py --player value) on an NDMZ network: the
   1-ply expectimax of `expectimax` above, with the network's value head."""
   env = envs.Env(_Gamble())
   network = Network(env, NetworkConfig(hidden=(8,), latent_dim=8))

@@ -14,21 +14,24 @@ Differences from PureJaxRL, both for correctness on any env of the contract:
   from the value of the state it was cut at; only `terminated` zeroes it;
 * the legal mask is applied (MinAtar: all actions legal, so it is a no-op).
 
-It is an agent like the others (`agent: ppo`, single-player games): the
-run loop (`runtime.run.train`) trains it with checkpoints, resume, signals,
-periodic evaluation and TensorBoard, through `PPOLearner`, whose Anakin step
-is `ppo.iterations` PPO iterations (`update_step` counts iterations). The
-run's shared settings are PPO's: `train.num_envs` (N), `train.rollout_length`
-(T), `train.learning_rate`, `train.max_grad_norm`, `train.total_updates`
-(the iterations), `discount` (gamma) and `network.hidden`; the rest is the
-config's `ppo:` section (`PPOSection`). On D devices each device plays
-N/D lanes and draws its own minibatches from them (advantages normalised
-per device, gradients averaged over the devices): one device gives the
-runs of the earlier one-device PPO.
-
-`PPOConfig` holds the same settings flat, with the budget in env steps, for
-`anakin-mz ppo` and `train`, which run them through the run loop on one
-device.
+It is an agent like the others (`agent: ppo`, single-player games), trained
+by `anakin-mz train --agent=ppo` and the config library alone: the run loop
+(`runtime.run.train`) trains it with checkpoints, resume, signals, periodic
+evaluation and TensorBoard, through `PPOLearner`, whose Anakin step is
+`ppo.iterations` PPO iterations (`update_step` counts iterations). The run's
+shared settings are PPO's: `train.num_envs` (N), `train.rollout_length` (T),
+`train.learning_rate`, `train.max_grad_norm`, `train.total_updates` (the
+iterations: the budget is N*T*total_updates env steps), `discount` (gamma)
+and `network.hidden`; the rest is the config's `ppo:` section
+(`PPOSection`, the one class of PPO's settings). On D devices each device
+plays N/D lanes and draws its own minibatches from them (advantages
+normalised per device, gradients averaged over the devices); `--devices 1`
+gives the runs of the earlier one-device PPO. PureJaxRL's MinAtar settings
+(64 envs x 128 steps, 10M env steps, 256-256 MLPs, Adam 5e-4 annealed,
+gamma 0.99) are the shipped configs `ppo/minatar-breakout` and
+`ppo/minatar-space_invaders` (`anakin-mz train --env minatar-breakout
+--config ppo/minatar-breakout`; another single-player game: add
+`env.name=NAME`).
 
 Its measured runs (MinAtar, against NDMZ, on a CPU and a GPU) are in
 docs/results/minatar.md.
@@ -36,11 +39,8 @@ docs/results/minatar.md.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
-import tempfile
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import chex
 import flax.linen as nn
@@ -57,7 +57,6 @@ from anakin_mz import config as config_lib
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime import metrics as metrics_lib
 from anakin_mz.core import registry
-from anakin_mz.runtime import run, summary
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
 from anakin_mz.core.types import where_lanes
@@ -66,8 +65,10 @@ ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh}
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOSettings:
-  """PPO's own settings (hashable): what no other agent has.
+class PPOSection:
+  """The `ppo:` section of a config (`agent: ppo`): PPO's own settings (the
+  module docstring names the shared ones it reads from the rest of the
+  config). Defaults: PureJaxRL's; not tuned here.
 
   Attributes:
     update_epochs: passes over each rollout.
@@ -77,6 +78,7 @@ class PPOSettings:
     clip_eps: the ratio clip of the policy objective (and of the value).
     ent_coef, vf_coef: entropy bonus and value loss weights.
     activation: "relu" or "tanh" (the MLPs').
+    iterations: PPO iterations per Anakin step (the run loop's step).
   """
 
   update_epochs: int = 4
@@ -87,9 +89,10 @@ class PPOSettings:
   ent_coef: float = 0.01
   vf_coef: float = 0.5
   activation: str = "relu"
+  iterations: int = 1
 
   def __post_init__(self):
-    for name in ("update_epochs", "num_minibatches"):
+    for name in ("update_epochs", "num_minibatches", "iterations"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"ppo {name} must be >= 1, got {getattr(self, name)}")
     if self.activation not in ACTIVATIONS:
@@ -109,123 +112,6 @@ def check_minibatches(num_minibatches: int, rows: int, names: str) -> None:
   """Refuses minibatches that do not split the `rows` = `names` of a rollout."""
   if rows % num_minibatches:
     raise ValueError(f"ppo num_minibatches ({num_minibatches}) must divide {names} ({rows})")
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOSection(PPOSettings):
-  """The `ppo:` section of a config (`agent: ppo`): `PPOSettings`, and
-
-  Attributes:
-    iterations: PPO iterations per Anakin step (the run loop's step).
-  """
-
-  iterations: int = 1
-
-  def __post_init__(self):
-    super().__post_init__()
-    if self.iterations < 1:
-      raise ValueError(f"ppo iterations must be >= 1, got {self.iterations}")
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig(PPOSettings):
-  """All of PPO's settings flat, with the budget in env steps (`anakin-mz
-  ppo`, `train`). Defaults: 64 envs and an MLP, as in the gymnax MinAtar
-  reference, with PureJaxRL's PPO settings; not tuned here.
-
-  Attributes (and `PPOSettings`'):
-    num_envs: N, envs stepped in parallel.
-    num_steps: T, steps per env per iteration (N*T env steps an iteration).
-    total_env_steps: budget; iterations = total_env_steps // (N*T).
-    learning_rate: Adam step size (annealed linearly to 0 if anneal_lr).
-    gamma: the discount.
-    max_grad_norm: global-norm gradient clipping.
-    hidden: widths of the policy MLP and of the value MLP.
-  """
-
-  num_envs: int = 64
-  num_steps: int = 128
-  total_env_steps: int = 10_000_000
-  learning_rate: float = 5e-4
-  gamma: float = 0.99
-  max_grad_norm: float = 0.5
-  hidden: Tuple[int, ...] = (256, 256)
-
-  def __post_init__(self):
-    object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-    for name in ("num_envs", "num_steps"):
-      if int(getattr(self, name)) < 1:
-        raise ValueError(f"ppo {name} must be >= 1, got {getattr(self, name)}")
-    super().__post_init__()
-    check_minibatches(self.num_minibatches, self.steps_per_iteration, "num_envs * num_steps")
-    if self.total_env_steps < self.num_envs * self.num_steps:
-      raise ValueError(
-        f"ppo total_env_steps ({self.total_env_steps}) must be >= num_envs * num_steps "
-        f"({self.num_envs * self.num_steps}), one iteration"
-      )
-    if not self.hidden or any(h < 1 for h in self.hidden):
-      raise ValueError(f"ppo hidden must be one or more widths >= 1, got {self.hidden}")
-    if not 0.0 <= self.gamma <= 1.0:
-      raise ValueError(f"ppo gamma must be in [0, 1], got {self.gamma}")
-    for name in ("learning_rate", "max_grad_norm"):
-      if not getattr(self, name) > 0:
-        raise ValueError(f"ppo {name} must be > 0, got {getattr(self, name)}")
-
-  @property
-  def steps_per_iteration(self) -> int:
-    return self.num_envs * self.num_steps
-
-  @property
-  def num_iterations(self) -> int:
-    return self.total_env_steps // self.steps_per_iteration
-
-  def settings(self) -> Dict[str, object]:
-    """The `PPOSettings` fields of this config."""
-    return {f.name: getattr(self, f.name) for f in dataclasses.fields(PPOSettings)}
-
-  @classmethod
-  def of(cls, config: config_lib.Config) -> "PPOConfig":
-    """The PPO settings of an `agent: ppo` run config (module docstring)."""
-    tc, section = config.train, config.agent_config
-    settings = {f.name: getattr(section, f.name) for f in dataclasses.fields(PPOSettings)}
-    return cls(
-      num_envs=tc.num_envs,
-      num_steps=tc.rollout_length,
-      total_env_steps=tc.total_updates * tc.num_envs * tc.rollout_length,
-      learning_rate=tc.learning_rate,
-      gamma=config.discount,
-      max_grad_norm=tc.max_grad_norm,
-      hidden=config.network.hidden,
-      **settings,
-    )
-
-  def run_config(self, env: envs.Env, *, seed: int, iterations: int) -> config_lib.Config:
-    """The `agent: ppo` run config of these settings on `env` (`of`'s
-    inverse), `iterations` PPO iterations a step, logged every step, with
-    no evaluation and a checkpoint at the end only."""
-    # Unused by PPO; only large enough to be a valid train section.
-    capacity = max(config_lib.TrainConfig.replay_capacity, self.num_steps + 8)
-    return config_lib.from_dict(
-      {
-        "env": {"name": env.id, "params": dict(env.params)},
-        "agent": "ppo",
-        "seed": seed,
-        "discount": self.gamma,
-        "network": {"hidden": list(self.hidden)},
-        "train": {
-          "num_envs": self.num_envs,
-          "rollout_length": self.num_steps,
-          "replay_capacity": capacity,
-          "learning_rate": self.learning_rate,
-          "max_grad_norm": self.max_grad_norm,
-          "total_updates": self.num_iterations,
-          "eval_every": 0,
-          "checkpoint_every": 0,
-          "log_every": iterations,
-        },
-        "ppo": dict(self.settings(), iterations=iterations),
-      }
-    )
 
 
 class ActorCritic(nn.Module):
@@ -344,31 +230,41 @@ def _masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
 
 class PPO:
   """PPO on one single-player env: `init(key)`, then `iterate(state)` (under
-  the learner's `shard_map`, each device on its own lanes)."""
+  the learner's `shard_map`, each device on its own lanes).
 
-  def __init__(self, env: envs.Env, config: PPOConfig = PPOConfig()):
-    if not isinstance(config, PPOConfig):
-      raise ValueError(f"config must be a PPOConfig, got {type(config).__name__}")
+  `config` is an `agent: ppo` run config (`config_lib.Config`): its `ppo:`
+  section and the shared settings the module docstring names.
+  """
+
+  def __init__(self, env: envs.Env, config: config_lib.Config):
+    if not isinstance(config.agent_config, PPOSection):
+      raise ValueError(f"PPO needs an `agent: ppo` config, got agent {config.agent!r}")
     if env.num_players != 1:
       raise ValueError(f"PPO here is single-player; env {env.id!r} has {env.num_players} players")
     self.env = env
-    self.config = config
-    self.model = ActorCriticModel(env, config.hidden, config.activation)
+    tc = config.train
+    self.section: PPOSection = config.agent_config
+    self.num_envs, self.num_steps = tc.num_envs, tc.rollout_length  # N (global), T
+    self.gamma = config.discount
+    self.model = ActorCriticModel(env, config.network.hidden, self.section.activation)
     self.network = self.model.module
-    c = config
-    updates_total = c.num_iterations * c.update_epochs * c.num_minibatches
+    c = self.section
+    # The anneal spans the whole budget: train.total_updates iterations.
+    updates_total = tc.total_updates * c.update_epochs * c.num_minibatches
     lr = (
-      optax.linear_schedule(c.learning_rate, 0.0, updates_total) if c.anneal_lr else c.learning_rate
+      optax.linear_schedule(tc.learning_rate, 0.0, updates_total)
+      if c.anneal_lr
+      else tc.learning_rate
     )
     self.optimizer = optax.chain(
-      optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=1e-5)
+      optax.clip_by_global_norm(tc.max_grad_norm), optax.adam(lr, eps=1e-5)
     )
 
   def init(self, key: chex.PRNGKey) -> PPOState:
     k_params, k_env, k_run = jax.random.split(raw_key(key), 3)
     params = self.model.init(k_params)
-    env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, self.config.num_envs))
-    n = self.config.num_envs
+    n = self.num_envs
+    env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, n))
     return PPOState(
       params=params,
       opt_state=self.optimizer.init(params),
@@ -423,7 +319,7 @@ class PPO:
 
     carry = (state.env_state, state.episode_return, state.episode_length)
     carry, (rollout, (episodes, return_sum, length_sum)) = jax.lax.scan(
-      step, carry, jax.random.split(key, self.config.num_steps)
+      step, carry, jax.random.split(key, self.num_steps)
     )
     episode = dict(
       episodes=jnp.sum(episodes),
@@ -433,7 +329,7 @@ class PPO:
     return carry, rollout, episode
 
   def _loss(self, params, mb: Rollout, adv, target):
-    c = self.config
+    c = self.section
     logits, value = self._apply(params, mb.observation, mb.legal)
     logp_all = jax.nn.log_softmax(logits)
     log_prob = jnp.take_along_axis(logp_all, mb.action[:, None], 1)[:, 0]
@@ -466,9 +362,9 @@ class PPO:
     gradients averaged over the devices. Metrics (the same on every device):
     episodes, return_sum, length_sum (of the episodes that ended in the
     rollout, all lanes) and the loss terms averaged over the minibatches."""
-    c = self.config
+    c = self.section
     (env_state, ret, length), rollout, episode = self._rollout(state, k_roll)
-    adv, target = gae(rollout, c.gamma, c.gae_lambda)
+    adv, target = gae(rollout, self.gamma, c.gae_lambda)
     rows = rollout.reward.size  # this device's N*T
     flat = lambda x: x.reshape((rows,) + x.shape[2:])
     data = (jax.tree.map(flat, rollout), flat(adv), flat(target))
@@ -530,7 +426,7 @@ class PPOLearner(BaseLearner):
       "train.rollout_length)",
     )
     # PPO's model and optimizer (Adam eps 1e-5, the annealed step size).
-    self.ppo = PPO(self.env, PPOConfig.of(config))
+    self.ppo = PPO(self.env, config)
     self.network, self.optimizer = self.ppo.model, self.ppo.optimizer
     self.iterations = config.agent_config.iterations
     self.transitions_per_chunk = self.iterations * tc.num_envs * tc.rollout_length
@@ -541,7 +437,7 @@ class PPOLearner(BaseLearner):
 
   def init_run(self, seed: int) -> PPOState:
     """The run loop's fresh state for `seed`: `init(PRNGKey(seed))` (the
-    streams of the earlier PPO loop, `train`)."""
+    streams of PPO's first, one-device loop, so its runs keep their numbers)."""
     return self.init(jax.random.PRNGKey(seed))
 
   def specs(self, state) -> PPOState:
@@ -616,70 +512,3 @@ AGENT = registry.register(
     check=check,
   )
 )
-
-
-# ------------------------------------------------- the flat PPO command line
-
-
-def _seed(key: chex.PRNGKey) -> int:
-  """The seed of `key = jax.random.PRNGKey(seed)` (runs start from a seed)."""
-  hi, lo = (int(x) for x in np.asarray(raw_key(key)))
-  if hi:
-    raise ValueError("the key must be jax.random.PRNGKey(seed) for a seed in [0, 2**32)")
-  return lo
-
-
-def train(
-  env: envs.Env,
-  config: PPOConfig,
-  key: chex.PRNGKey,
-  *,
-  log_every: int = 1,
-  logdir: Optional[str] = None,
-  max_seconds: Optional[float] = None,
-  on_log: Optional[Callable[[Dict[str, float]], None]] = None,
-) -> Tuple[PPOState, List[Dict[str, float]]]:
-  """Trains `config` on `env` from `key = jax.random.PRNGKey(seed)` with the
-  run loop (`runtime.run.train`) on one device: `config.num_iterations`
-  iterations, `log_every` of them a step (the budget rounds up to whole
-  steps), fewer if `max_seconds` runs out (checked between steps).
-
-  Returns the final state and one row per step: `iteration`, `env_steps`,
-  `wall_s` (from the start, compilation included), `return` (mean return
-  of the episodes that ended in the step, NaN if none), `episode_length`,
-  `episodes`, `env_steps_per_s` and the loss terms. With `logdir` the run
-  loop writes TensorBoard there (step = iterations done) and its checkpoint
-  in `<logdir>/checkpoints`; `on_log(row)` sees each row as it comes.
-  """
-  if log_every < 1:
-    raise ValueError(f"log_every must be >= 1, got {log_every}")
-  run_config = config.run_config(env, seed=_seed(key), iterations=log_every)
-  show = (lambda row: on_log(_row(row))) if on_log is not None else None
-  with contextlib.ExitStack() as stack:
-    if logdir is None:
-      logdir = stack.enter_context(tempfile.TemporaryDirectory())
-    result = run.train(
-      run_config,
-      logdir=logdir,
-      max_minutes=None if max_seconds is None else max_seconds / 60,
-      progress=False,
-      mesh=mesh_lib.make_mesh(jax.local_devices()[:1]),
-      on_step=show,
-    )
-  return result.state, [_row(row) for row in result.history]
-
-
-def _row(row: Dict[str, float]) -> Dict[str, float]:
-  """`train`'s row of a run loop row."""
-  episodes = int(row["episodes"])
-  out = {
-    "iteration": int(row["update_step"]),
-    "env_steps": int(row["env_steps"]),
-    "wall_s": row["wall_s"],
-    "episodes": episodes,
-    "return": row.get(summary.RETURN, math.nan),
-    "episode_length": row.get(summary.EPISODE_LENGTH, math.nan),
-    "env_steps_per_s": row[summary.ENV_STEPS_PER_S],
-  }
-  out.update({k: row[k] for k in LOSS_TERMS})
-  return out

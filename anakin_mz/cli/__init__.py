@@ -38,8 +38,14 @@ TOOLS: Dict[str, str] = {
   "strength": "strength",
   "experiment": "experiment",
   "plot": "plot",
-  "ppo": "ppo",
   "carchess-baselines": "carchess_baselines",
+}
+
+# Subcommands that are gone -> what replaced them: refused in one line.
+REMOVED: Dict[str, str] = {
+  "ppo": "PPO trains through `anakin-mz train --agent=ppo` and the config library "
+  "(PureJaxRL's MinAtar settings: `anakin-mz train --env minatar-breakout --config "
+  "ppo/minatar-breakout`)",
 }
 
 
@@ -70,6 +76,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(usage(), file=sys.stdout if argv else sys.stderr)
     return 0 if argv else 2
   tool, rest = argv[0], argv[1:]
+  if tool in REMOVED:
+    print(f"error: `anakin-mz {tool}` is gone: {REMOVED[tool]}", file=sys.stderr)
+    return 2
   if tool not in TOOLS:
     print(f"error: unknown tool {tool!r}; tools: {', '.join(TOOLS)}", file=sys.stderr)
     return 2

@@ -11,8 +11,9 @@
     anakin-mz evaluate --env breakthrough --param rows=6 --param columns=6 --bot mcts:256
 
 The params and config come from the checkpoint (latest step unless --step);
-a model file's config and player (`anakin-mz export --search/--agent`) are
-the defaults, which --search, --simulations and --agent override.
+a model file's config and player (`anakin-mz export --search/--player`) are
+the defaults, which --search, --simulations and --player override (`--player
+greedy` plays the policy head alone, `--player value` the value head alone).
 Any problem with it (a missing path or step, another game, a network that
 does not fit the arrays, a corrupt step) is an error naming the path: there is
 never a fallback to fresh weights. With --bot (and --env) a bot of the game
@@ -62,13 +63,13 @@ def main(argv=None, prog=None) -> int:
     default=None,
     help="search simulations (default: the checkpoint's config)",
   )
-  parser.add_argument(
-    "--agent",
-    default=None,
+  options.add_player(
+    parser,
+    ("search", "greedy", "value"),
     help="search: greedy search; greedy: the greedy network policy; "
     "value: the value head in an expectimax of search.expectimax_depth moves on the real "
     "game (a diagnostic of the value head alone); default: a model file's own "
-    "(anakin-mz export --agent), else search",
+    "(anakin-mz export --player), else search",
   )
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default=None, help="also write the results here")
@@ -120,9 +121,6 @@ def main(argv=None, prog=None) -> int:
   from anakin_mz import agents  # noqa: F401 (registers every agent)
   from anakin_mz.eval import report  # after parsing: --help stays fast
 
-  if args.agent is not None and args.agent not in report.AGENT_KINDS:  # a bot ignores it
-    parser.error(f"--agent must be one of {report.AGENT_KINDS}, got {args.agent!r}")
-
   try:
     if args.bot is not None:
       env = envs.make(args.env, **report.parse_params(args.param))
@@ -142,7 +140,7 @@ def main(argv=None, prog=None) -> int:
         games=args.games,
         simulations=args.simulations,
         seed=args.seed,
-        agent_kind=args.agent,
+        agent_kind=args.player,
         expect_env=args.env,
         extra=not args.no_extra,
         extra_policies=None if args.extra_policies is None else args.extra_policies.split(","),

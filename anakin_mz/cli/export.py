@@ -3,7 +3,7 @@
     anakin-mz export --checkpoint runs/nannon/checkpoints --out nannon.msgpack
     anakin-mz export --checkpoint runs/nannon/checkpoints --step 32000 --out m.msgpack
     anakin-mz export --checkpoint nannon.msgpack --out gumbel.msgpack \
-        --search root=gumbel --search backup=expectation --agent search
+        --search root=gumbel --search backup=expectation --player search
     anakin-mz play --env nannon --checkpoint nannon.msgpack
 
 The file holds the network's parameters and the run's config (no replay
@@ -11,8 +11,8 @@ buffer, no optimizer state): a 2 x 256 Nannon model is 1.4 MB. It also
 carries the play settings to score and ship: --search KEY=VALUE (repeatable,
 the keys of the config's search section, checked as `evaluate --search`
 checks them) changes the config's search, which every tool then searches
-with; --agent (search, greedy or value) names the player `evaluate` and
-`play` use unless their own --agent says otherwise (default: the input model
+with; --player (search, greedy or value) names the player `evaluate` and
+`play` use unless their own --player says otherwise (default: the input model
 file's, else search). evaluate, play, show-search and tournament take the
 file wherever they take a checkpoint. The library behind it is
 `anakin_mz.runtime.export`.
@@ -44,10 +44,9 @@ def main(argv=None, prog=None) -> int:
     help="set a search setting of the file's config (repeatable; e.g. --search root=gumbel "
     "--search backup=expectation)",
   )
-  parser.add_argument(
-    "--agent",
-    default=None,
-    choices=("search", "greedy", "value"),
+  options.add_player(
+    parser,
+    ("search", "greedy", "value"),
     help="the player evaluate and play use by default (default: the input model file's, "
     "else search)",
   )
@@ -58,12 +57,12 @@ def main(argv=None, prog=None) -> int:
   from anakin_mz.eval import report
   from anakin_mz.runtime import checkpoint as ckpt
   from anakin_mz.runtime import export
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
 
   try:
-    agent = agent_lib.load_agent(args.checkpoint, args.step)
+    agent = restore.load_agent(args.checkpoint, args.step)
     config = report.with_search_overrides(agent.config, args.search)
-    kind = agent.agent_kind if args.agent is None else args.agent
+    kind = agent.agent_kind if args.player is None else args.player
     size = export.write(
       args.out, config, agent.params, agent.step, agent.env.id, agent.env.version, kind
     )

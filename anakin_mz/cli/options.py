@@ -1,11 +1,13 @@
 """What the tools' command lines share: the parser, numbers in the
-overrides' spellings, and the help of --config."""
+overrides' spellings, the help of --config, and the refusal of a renamed
+option."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Optional
+import sys
+from typing import Optional, Sequence
 
 CONFIG_HELP = (
   "a YAML file, or the name of a shipped config (e.g. nannon_12_5_6); "
@@ -22,6 +24,33 @@ def parser(doc: str, prog: Optional[str]) -> argparse.ArgumentParser:
     description=doc.split("\n")[0],
     formatter_class=argparse.RawDescriptionHelpFormatter,
     epilog=doc,
+  )
+
+
+class Renamed(argparse.Action):
+  """An option that was renamed (`--agent` of evaluate, play and export, now
+  `--player`): given, it is refused in one line on stderr naming the new
+  spelling, exit 2 (as argparse's own errors), and its help is hidden."""
+
+  def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, why: str, **kwargs):
+    kwargs.update(nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    super().__init__(option_strings, dest, **kwargs)
+    self.new, self.why = new, why
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    print(f"error: {option_string} is now {self.new} ({self.why})", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def add_player(parser: argparse.ArgumentParser, choices: Sequence[str], help: str) -> None:
+  """`--player` (`choices`: search, greedy, value), and the refusal of its
+  old spelling `--agent`, which elsewhere (`train`) names the learner."""
+  parser.add_argument("--player", default=None, choices=tuple(choices), help=help)
+  parser.add_argument(
+    "--agent",
+    action=Renamed,
+    new="--player",
+    why=f"{', '.join(choices)}: who plays; --agent names the learner, in `anakin-mz train`",
   )
 
 

@@ -10,10 +10,10 @@ position; on its turns the agent searches and shows its move and value.
 Chance (dice) is drawn from the game's probabilities and printed. Type the
 number of a move; bad input asks again. 'h' lists the moves again, 'q' quits.
 The agent searches with its config's search settings (a model file's, as
-exported) and plays its model file's player (`anakin-mz export --agent`,
-else search); --search KEY=VALUE, --simulations and --agent override them:
+exported) and plays its model file's player (`anakin-mz export --player`,
+else search); --search KEY=VALUE, --simulations and --player override them:
 
-    anakin-mz play --env nannon --checkpoint nannon --search root=puct --agent greedy
+    anakin-mz play --env nannon --checkpoint nannon --search root=puct --player greedy
 The library behind it is `anakin_mz.eval.play`.
 """
 
@@ -34,10 +34,9 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   parser.add_argument("--step", type=int, default=None)
   parser.add_argument("--seat", type=int, default=0)
   parser.add_argument("--simulations", type=int, default=None)
-  parser.add_argument(
-    "--agent",
-    default=None,
-    choices=("search", "greedy"),
+  options.add_player(
+    parser,
+    ("search", "greedy"),
     help="search: greedy search; greedy: the greedy network policy; "
     "default: a model file's own player (search where it names value), else search",
   )
@@ -56,11 +55,11 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   if args.simulations is not None and args.simulations < 1:
     parser.error("--simulations must be >= 1")
   from anakin_mz import agents  # noqa: F401 (registers every agent)
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
   from anakin_mz.eval import play, report
 
   try:
-    agent = agent_lib.load_agent(args.checkpoint, args.step, expect_env=args.env)
+    agent = restore.load_agent(args.checkpoint, args.step, expect_env=args.env)
     agent = dataclasses.replace(
       agent, config=report.with_search_overrides(agent.config, args.search)
     )
@@ -69,7 +68,7 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
     return 2
   if not 0 <= args.seat < agent.env.num_players:
     parser.error(f"--seat must be in 0..{agent.env.num_players - 1}")
-  kind = args.agent
+  kind = args.player
   if kind is None:
     kind = agent.agent_kind if agent.agent_kind in ("search", "greedy") else "search"
     if kind != agent.agent_kind:

@@ -50,11 +50,11 @@ def main(argv=None, prog=None) -> int:
   if args.depth is not None and args.depth < 0:
     parser.error(f"--depth must be >= 0 (0 draws the root alone), got {args.depth}")
   from anakin_mz import agents  # noqa: F401 (registers every agent)
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
   from anakin_mz.eval import search_tree
 
   try:
-    agent = agent_lib.load_agent(args.checkpoint, args.step)
+    agent = restore.load_agent(args.checkpoint, args.step)
     text, svg = search_tree.show(
       agent, moves=args.moves, seed=args.seed, simulations=args.simulations, max_depth=args.depth
     )

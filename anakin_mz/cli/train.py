@@ -6,18 +6,20 @@
     anakin-mz train --env=nannon --logdir runs/nannon --resume
     anakin-mz train --env=nannon --agent=alphazero   # tdlambda, stochastic_muzero
     anakin-mz train --env=catch --agent=ppo ppo.num_minibatches=4
+    anakin-mz train --env=minatar-breakout --config=ppo/minatar-breakout --devices 1
     anakin-mz train --env=nannon --config=nannon_12_5_6
     anakin-mz train --env=pgx-othello --updates 1e4
     anakin-mz train --env=nannon --seeds 0 1 2 3 --logdir runs/study   # one program
 
 `--agent` trains another registered agent the same way (`anakin_mz/agents/`:
 alphazero, tdlambda, stochastic_muzero, ppo, ...). The config is the game's
-shipped one (`anakin_mz/configs/<env>.yaml`; a game
-without one, such as the adapted `pgx-*` and `minatar-*` games, gets the
-generic config of its kind) unless --config names a YAML file or another
-shipped config; `section.key=value` arguments override it, before or after
-the options. Numbers, here and in --updates and --minutes, may be written
-3e-4, 1e9, 1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
+shipped one (`anakin_mz/configs/<env>.yaml`; a game without one, such as the
+adapted `pgx-*` and `minatar-*` games, gets the generic config of its kind)
+unless --config names a YAML file or another shipped config
+(`ppo/minatar-breakout`: PPO with PureJaxRL's MinAtar settings);
+`section.key=value` arguments override it, before or after the options.
+Numbers, here and in --updates and --minutes, may be written 3e-4, 1e9,
+1_000 or .5; booleans true/false. TensorBoard: `tensorboard --logdir runs`.
 Each evaluation prints one short line (the score against random, the game's
 own exact scores where it has them) and the run ends with a short table of
 them; every metric goes to TensorBoard, and `--json FILE` writes every

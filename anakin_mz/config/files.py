@@ -70,9 +70,10 @@ def shipped_path(filename: str) -> str:
 
 
 # Folders of anakin_mz/configs/ whose files are training configs too, named
-# `FOLDER/NAME` (the NDMZ paper's protocol: "paper/ndmz_636"). `kinds/` is
-# not one: its bases are reached through `extends` and `default_source`.
-SHIPPED_FOLDERS = ("paper",)
+# `FOLDER/NAME` (the NDMZ paper's protocol: "paper/ndmz_636"; the PPO
+# baseline's PureJaxRL settings: "ppo/minatar-breakout"). `kinds/` is not
+# one: its bases are reached through `extends` and `default_source`.
+SHIPPED_FOLDERS = ("paper", "ppo")
 
 
 def shipped() -> Tuple[str, ...]:

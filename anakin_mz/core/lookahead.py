@@ -168,7 +168,7 @@ def expectimax_policy(
   moves. `depth=1` is TD-Gammon's 1-ply player (one `value_fn` call for all
   successors and their chance children); `depth=2` also tries every reply
   to every chance outcome. TD(lambda) plays it with its value network
-  (`tdlambda.expectimax`), `evaluate.py --agent value` with a checkpoint's
+  (`tdlambda.expectimax`), `evaluate.py --player value` with a checkpoint's
   value head (`AgentSpec.value_policy`), both at `search.expectimax_depth`.
 
   Raises:

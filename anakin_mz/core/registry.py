@@ -101,14 +101,14 @@ class AgentSpec:
       that plan with the real game, the game. What acting and restoring
       need; it builds no learner.
     greedy: `greedy(model, params)`, its network's greedy choice as an
-      `envs.Policy` (`evaluate.py --agent greedy`).
+      `envs.Policy` (`evaluate.py --player greedy`).
     value: `value(model, params)`, its value function (`ValueFn`, each
       value from its observation's mover's view), which `value_policy`
-      looks ahead one ply with (`evaluate.py --agent value`).
+      looks ahead one ply with (`evaluate.py --player value`).
     search: its search, an `act.SearchFn`, which self-play runs and
       `player` (by default) plays greedily; None: it does not search.
     player: `player(model, params, env, search_config)`, its greedy player
-      as an `envs.Policy` (`evaluate.py --agent search`, the run loop's
+      as an `envs.Policy` (`evaluate.py --player search`, the run loop's
       evaluation, opponents); None: the greedy search on `search`
       (`act.search_player`), or `greedy` where it has no search.
     plays: how `player` plays where it grows no tree, for the reports, with
@@ -156,8 +156,8 @@ class AgentSpec:
     """
     if not LOOKAHEAD.supports(env):
       raise ValueError(
-        f"--agent value plays TD(lambda)'s expectimax on the real game, which "
-        f"{env.id} does not allow ({unsupported_reason(env)}); use --agent "
+        f"--player value plays TD(lambda)'s expectimax on the real game, which "
+        f"{env.id} does not allow ({unsupported_reason(env)}); use --player "
         "search or greedy"
       )
     return lookahead.expectimax_policy(

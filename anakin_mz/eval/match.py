@@ -1,7 +1,8 @@
 """The one match loop: policies (`envs.Policy`) against each other, all
-games on device in one jitted `while_loop`. In two-player zero-sum games the
-agent takes each seat in half of the games; otherwise the agent plays every
-seat.
+games on device in one jitted `while_loop`: `play_match(env, policy,
+opponent, key, num_games)` scores `policy`, the policy under test. In
+zero-sum games it takes each seat in turn (game g: seat g % num_players),
+the opponent every other seat; otherwise it plays every seat.
 
 The policies are called only where a move is made. A policy on G lanes (a
 search above all) costs the same whether or not a lane's result is used, so
@@ -13,7 +14,7 @@ waiting, below), not one transition: on Nannon, whose every move is
 followed by a roll, half the iterations (and policy calls) of a loop that
 stepped chance nodes one at a time.
 
-In zero-sum games the agent is called on `ceil(G / num_players)` lanes
+In zero-sum games the policy is called on `ceil(G / num_players)` lanes
 and the opponent (every other seat) on the rest, not each on all G: the
 games where it is to move, the lowest-numbered first (`take_lanes`), so a
 search costs half as much in a two-player match. Players alternate, so
@@ -21,7 +22,7 @@ after the first move about half the unfinished games wait on each player; a
 game that finds its player's lanes full (only where more than half the
 games start with one player) waits one iteration, and in a two-player game
 no game waits twice (see `take_lanes`). Waiting changes no game's
-distribution: a policy sees only the state and a fresh key. Where the agent
+distribution: a policy sees only the state and a fresh key. Where the policy
 plays every seat (one player, or a collaborative game) it gets all G lanes
 and the opponent is not called.
 """
@@ -45,14 +46,15 @@ class MatchResult:
   """The games of one match, `[G]` each.
 
   Attributes:
-    score: the agent's total reward.
-    agent_seat: the seat the agent took (zero-sum games; else it played all).
+    score: the policy's total reward (the policy under test, `play_match`'s
+      `policy`).
+    policy_seat: the seat the policy took (zero-sum games; else it played all).
     length: transitions, chance ones included.
     truncated: the game hit `max_game_length`.
   """
 
   score: chex.Array
-  agent_seat: chex.Array
+  policy_seat: chex.Array
   length: chex.Array
   truncated: chex.Array
 
@@ -75,26 +77,41 @@ def take_lanes(want: chex.Array, size: int) -> Tuple[chex.Array, chex.Array]:
 
 
 def play_match(
-  env: envs.Env, agent: envs.Policy, opponent: envs.Policy, key: chex.PRNGKey, num_games: int
+  env: envs.Env,
+  policy: envs.Policy,
+  opponent: envs.Policy,
+  key: chex.PRNGKey,
+  num_games: int,
 ) -> MatchResult:
-  """Plays `num_games` games of `agent` against `opponent` (jittable)."""
+  """Plays `num_games` games of `policy`, the policy under test, against
+  `opponent` (jittable); the result scores `policy`.
+
+  Args:
+    env: the game.
+    policy: an `envs.Policy`, `(state [G'], key) -> actions [G']`: in a
+      zero-sum game it takes seat g % num_players of game g; otherwise every
+      seat, and `opponent` is not called.
+    opponent: an `envs.Policy` for the other seats of a zero-sum game.
+    key: the match's key (either flavour).
+    num_games: G, the games played at once.
+  """
   zero_sum = env.payoff == "zero_sum"
   seats = jnp.arange(num_games) % env.num_players
-  # The lanes of each policy (zero-sum games): the agent moves in about one
+  # The lanes of each policy (zero-sum games): the policy moves in about one
   # game in `num_players` at a time, the opponent (every other seat) in the
   # rest; with odd G, a two-player game's two policies get G // 2 + 1 each.
-  agent_size = -(-num_games // env.num_players)
+  policy_size = -(-num_games // env.num_players)
   opponent_size = num_games - num_games // env.num_players
 
   def mine(state):
-    """The agent's rewards `[G]` of the transitions that made `state`."""
+    """The policy's rewards `[G]` of the transitions that made `state`."""
     return jnp.take_along_axis(state.rewards, seats[:, None], axis=1)[:, 0]
 
-  def call(policy, state, want, size, key):
-    """`policy` on `size` lanes (`take_lanes`): `[G]` actions (0 where not
-    served) and the lanes served."""
+  def call(player, state, want, size, key):
+    """`player` (a policy) on `size` lanes (`take_lanes`): `[G]` actions (0
+    where not served) and the lanes served."""
     lanes, served = take_lanes(want, size)
-    taken = policy(jax.tree.map(lambda x: x[lanes], state), key).astype(jnp.int32)
+    taken = player(jax.tree.map(lambda x: x[lanes], state), key).astype(jnp.int32)
     return jnp.zeros(num_games, jnp.int32).at[lanes].set(taken), served
 
   def cond(carry):
@@ -103,16 +120,16 @@ def play_match(
 
   def body(carry):
     state, key, score = carry
-    key, ka, ko, kc = jax.random.split(key, 4)
+    key, kp, ko, kc = jax.random.split(key, 4)
     live = ~state.done
     if zero_sum:
-      agent_moves = state.current_player == seats
-      a_agent, agent_served = call(agent, state, live & agent_moves, agent_size, ka)
-      a_opp, opp_served = call(opponent, state, live & ~agent_moves, opponent_size, ko)
-      action = jnp.where(agent_moves, a_agent, a_opp)
-      moved = agent_served | opp_served
+      policy_moves = state.current_player == seats
+      a_policy, policy_served = call(policy, state, live & policy_moves, policy_size, kp)
+      a_opp, opp_served = call(opponent, state, live & ~policy_moves, opponent_size, ko)
+      action = jnp.where(policy_moves, a_policy, a_opp)
+      moved = policy_served | opp_served
     else:
-      action, moved = agent(state, ka).astype(jnp.int32), live
+      action, moved = policy(state, kp).astype(jnp.int32), live
     # No unfinished game is at a chance node here: `reset` and the keyed
     # `step` sample chance until a decision or terminal node. Each game's
     # step key comes from the second half of `kc`, the stream the loop has
@@ -128,7 +145,7 @@ def play_match(
   state = jax.vmap(env.reset)(jax.random.split(k0, num_games))
   state, _, score = jax.lax.while_loop(cond, body, (state, k1, mine(state)))
   return MatchResult(
-    score=score, agent_seat=seats, length=state.step_count, truncated=state.truncated
+    score=score, policy_seat=seats, length=state.step_count, truncated=state.truncated
   )
 
 
@@ -151,7 +168,7 @@ def match_stats(result: MatchResult, env: envs.Env) -> Dict[str, object]:
   overall and by seat. JSON-ready."""
   result = jax.device_get(result)
   score = np.asarray(result.score, np.float64)
-  seats = np.asarray(result.agent_seat)
+  seats = np.asarray(result.policy_seat)
   mean, std, lo, hi = stats.mean_interval(score)
   out: Dict[str, object] = {
     "score": {"mean": mean, "std": std, "low": lo, "high": hi},

@@ -18,7 +18,7 @@ from typing import Optional, Tuple
 import envs
 import envs.bots
 from anakin_mz.runtime import checkpoint as ckpt
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 
 
 def specs(env: Optional[envs.Env] = None) -> Tuple[str, ...]:
@@ -88,7 +88,7 @@ def checkpoint_opponent(
     CheckpointError: a missing or unreadable checkpoint, or one for another
       game or game version.
   """
-  loaded = agent_lib.load_agent(directory, step, expect_env=env.id)
+  loaded = restore.load_agent(directory, step, expect_env=env.id)
   if dict(loaded.env.params) != dict(env.params):
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} plays {env.id} with params "

@@ -6,7 +6,7 @@ which part loses strength.
 * `model_1ply`: one move on the *learned model*, no tree and no prior: each
   legal move is valued `r + discount * v` of `g(h(o), a)`, the model's
   afterstate (a terminal prediction counts its reward alone). Against the
-  value head's 1-ply on the real game (`--agent value`) it measures the
+  value head's 1-ply on the real game (`--player value`) it measures the
   model's error one step out.
 * `model_chance`: the same, with the chance that follows averaged one step
   deeper on the model: `r + discount * sum_c p_c (r_c + discount * v_c)`

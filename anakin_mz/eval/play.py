@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 import envs
 from anakin_mz.core import act
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 
 
 def _ask(prompt: str, read: Callable[[str], str], legal, names) -> int:
@@ -38,7 +38,7 @@ def _ask(prompt: str, read: Callable[[str], str], legal, names) -> int:
 
 
 def play(
-  agent: agent_lib.Agent,
+  agent: restore.Agent,
   seat: int,
   seed: int,
   simulations: Optional[int],

@@ -26,7 +26,7 @@ from anakin_mz import config as config_lib
 from anakin_mz.eval import dynamics, match, opponents, planning
 from anakin_mz.runtime import export
 from anakin_mz.core import registry
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 
 # What plays for a checkpoint: its greedy search, its greedy network policy,
 # or its value head in an expectimax on the real game
@@ -82,7 +82,7 @@ def evaluate_checkpoint(
   message for any bad input.
   """
   if agent_kind is not None and agent_kind not in AGENT_KINDS:
-    raise ValueError(f"--agent must be one of {AGENT_KINDS}, got {agent_kind!r}")
+    raise ValueError(f"--player must be one of {AGENT_KINDS}, got {agent_kind!r}")
   if games < 1:
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:
@@ -95,7 +95,7 @@ def evaluate_checkpoint(
         f"score a non-empty subset of {', '.join(EXTRA_POLICIES)}"
       )
   start = time.perf_counter()
-  agent = agent_lib.load_agent(directory, step, expect_env=expect_env)
+  agent = restore.load_agent(directory, step, expect_env=expect_env)
   agent_kind = agent.agent_kind if agent_kind is None else agent_kind
   if diagnostics and not agent.spec.capabilities.dynamics_tests:
     raise ValueError(

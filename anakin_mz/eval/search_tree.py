@@ -15,7 +15,7 @@ import numpy as np
 import envs
 from anakin_mz.core import act
 from anakin_mz.core import registry
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz.core.search import mover_sign
 
 # 3: the identity nodes of the paper's tree (`search.tree: paper`).
@@ -278,7 +278,7 @@ def svg_tree(
 
 
 def show(
-  agent: agent_lib.Agent,
+  agent: restore.Agent,
   *,
   moves: int = 0,
   seed: int = 0,

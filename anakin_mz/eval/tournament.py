@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 import envs
-from anakin_mz.runtime import restore as agent_lib
+from anakin_mz.runtime import restore
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
 from anakin_mz.eval import match, opponents, stats
@@ -76,7 +76,7 @@ def checkpoint_players(
     steps = (step,)
   players = []
   for s in steps:
-    agent = agent_lib.load_agent(directory, s, expect_env=env_id)
+    agent = restore.load_agent(directory, s, expect_env=env_id)
     env_id = agent.env.id
     search = agent.config.search
     if simulations is not None:

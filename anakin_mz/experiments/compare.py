@@ -191,9 +191,9 @@ def score_checkpoint(run_dir: str, num_games: int, key: jax.Array) -> Dict[str, 
   """`periodic.evaluate` (the training loop's evaluation) on the latest
   checkpoint of `run_dir`."""
   from anakin_mz.eval import periodic
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
 
-  agent = agent_lib.load_agent(os.path.join(run_dir, "checkpoints"))
+  agent = restore.load_agent(os.path.join(run_dir, "checkpoints"))
   return periodic.evaluate(agent, agent.params, key, num_games)
 
 
@@ -228,7 +228,7 @@ def score_paper(
   `exact/<policy>_vs_<opp>`, and the dynamics tests where the model has
   NDMZ's heads."""
   from anakin_mz.eval import dynamics, report
-  from anakin_mz.runtime import restore as agent_lib
+  from anakin_mz.runtime import restore
 
   directory = os.path.join(run_dir, "checkpoints")
   seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
@@ -248,7 +248,7 @@ def score_paper(
     out[f"match/search_vs_{opponent}_high"] = float(win["high"])
     for name, value in result.get("exact", {}).items():
       out[f"exact/{name}"] = float(value)
-  agent = agent_lib.load_agent(directory)
+  agent = restore.load_agent(directory)
   if agent.spec.capabilities.dynamics_tests:
     out.update({k: float(v) for k, v in dynamics.learner_hook(agent, agent.params).items()})
   return out

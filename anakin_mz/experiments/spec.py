@@ -22,7 +22,7 @@ A spec is YAML:
   the variant's overrides, so a variant's own wins.
 * evaluation: `anakin-mz evaluate` on the last checkpoint: `games`, `seed`
   (omitted or null: the run's training seed), `opponent` (a bot spec; null:
-  the game's default), `agent` (search, greedy, value), `extra_policies`,
+  the game's default), `player` (search, greedy, value), `extra_policies`,
   and for the tables `measure` (the figure a table reads: score, wdl.win,
   exact.greedy_vs_optimal, ...) and `target` (the value to reach), and
   `model`, a label of the model a checkpoint spec evaluates: specs of one
@@ -106,7 +106,7 @@ _EVAL_KEYS = (
   "games",
   "seed",
   "opponent",
-  "agent",
+  "player",
   "extra_policies",
   "measure",
   "target",
@@ -187,6 +187,11 @@ def load(path: str) -> Spec:
   if not isinstance(budget, Mapping) or set(budget) - {"minutes", "updates"}:
     raise ValueError(f"spec {path!r}: budget takes minutes and updates, got {budget!r}")
   evaluation = dict(raw.get("evaluation") or {})
+  if "agent" in evaluation:  # the old spelling, as evaluate's --agent
+    raise ValueError(
+      f"spec {path!r}: evaluation: agent is now player (search, greedy or value: who plays; "
+      "`agent` names the learner, a config's)"
+    )
   bad = sorted(set(evaluation) - set(_EVAL_KEYS))
   if bad:
     raise ValueError(
@@ -405,7 +410,7 @@ def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
     "games": int(ev.get("games", 1000)),
     "seed": seed if ev.get("seed") is None else int(ev["seed"]),
     "opponent": ev.get("opponent"),
-    "agent": str(ev.get("agent", "search")),
+    "player": str(ev.get("player", "search")),
     "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
     **({} if ev.get("model") is None else {"model": ev["model"]}),
   }
@@ -418,8 +423,8 @@ def evaluate_command(spec: Spec, variant: Variant, seed: int, checkpoint: str, o
   args.append(f"--seed={ev['seed']}")
   if ev["opponent"] is not None:
     args.append(f"--opponent={ev['opponent']}")
-  if ev["agent"] != "search":
-    args.append(f"--agent={ev['agent']}")
+  if ev["player"] != "search":
+    args.append(f"--player={ev['player']}")
   if ev["extra_policies"] is not None:
     args.append(f"--extra-policies={','.join(ev['extra_policies'])}")
   args += [f"--search={o[len('search.') :]}" for o in _search_overrides(spec, variant)]
@@ -508,7 +513,7 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log):
     opponent=settings["opponent"],
     games=settings["games"],
     seed=settings["seed"],
-    agent_kind=settings["agent"],
+    agent_kind=settings["player"],
     extra_policies=settings["extra_policies"],
     search_overrides=[o[len("search.") :] for o in _search_overrides(spec, variant)],
   )

@@ -12,11 +12,11 @@ training config at hand::
 The file carries the play settings that were scored: the config's `search`
 section (simulations, root, backup, expectimax depth, ...) is what every tool
 searches with, and `agent_kind` is the player `evaluate` and `play` use
-unless `--agent` says otherwise (search, greedy or value; a file without the
+unless `--player` says otherwise (search, greedy or value; a file without the
 key, written before it existed, plays the search).
 
 `anakin-mz export --checkpoint DIR --out FILE` writes one from a checkpoint
-(or from another model file, `--search KEY=VALUE` and `--agent KIND`
+(or from another model file, `--search KEY=VALUE` and `--player KIND`
 changing those settings); every tool that takes `--checkpoint` (evaluate,
 play, show-search, tournament) also takes a model file, or the name of a
 model shipped in the package (`SHIPPED`):
@@ -49,7 +49,7 @@ SHIPPED = ("nannon", "nannon_12_5_6", "einstein", "breakthrough", "carchess")
 
 # The players a model file may name as its default (`agent_kind`): its greedy
 # search, its greedy network policy, or its value head in an expectimax on the
-# real game (`eval.report.AGENT_KINDS`, evaluate's and play's --agent).
+# real game (`eval.report.AGENT_KINDS`, evaluate's and play's --player).
 AGENT_KINDS = ("search", "greedy", "value")
 DEFAULT_AGENT_KIND = "search"
 

@@ -23,7 +23,7 @@ from anakin_mz.core.types import Model, Params
 class Agent:
   """A restored agent: its config, game, model (`network`) and params, and
   its players (`AgentSpec`'s, with these params). `agent_kind` is the player
-  evaluate and play use unless --agent says otherwise: a model file's own
+  evaluate and play use unless --player says otherwise: a model file's own
   (`export.Model.agent_kind`), else the search."""
 
   config: config_lib.Config

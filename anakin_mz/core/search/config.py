@@ -109,7 +109,7 @@ class SearchConfig:
       that wins (or loses) in every line.
     expectimax_depth: the moves searched by the players that plan on the
       real game and grow no tree (`lookahead.expectimax_policy`):
-      TD(lambda), in self-play and at play, and `evaluate.py --agent
+      TD(lambda), in self-play and at play, and `evaluate.py --player
       value`. 1 is TD-Gammon's 1-ply expectimax; 2 also tries every reply to
       every chance outcome, at about `(1 + C) * max_legal_actions` times the
       network calls (EinStein: 42x); at most 3, as each move multiplies
@@ -130,7 +130,7 @@ class SearchConfig:
       expectation over the node's outcomes of `reward + discount * value`,
       each outcome's child given by one more model call (`identity` argmax
       terminal: value 0), i.e. the value one step of chance deeper, as
-      TD-Gammon's 1-ply and the real-game `--agent value` average the dice.
+      TD-Gammon's 1-ply and the real-game `--player value` average the dice.
       It costs `num_chance_outcomes` more model calls per simulation (batched
       with the expansion), and the children are not added to the tree. Why:
       on Nannon the model's afterstate values play below its values one die
