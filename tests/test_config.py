@@ -9,6 +9,7 @@ import pytest
 import envs
 from anakin_mz import config as config_lib
 from anakin_mz.config import files as config_files
+from anakin_mz.config import legacy
 
 # The shipped training configs (strength.yaml, the strength bars, is not one).
 CONFIGS = [config_lib.shipped_path(f"{name}.yaml") for name in config_lib.shipped()]
@@ -151,14 +152,20 @@ def test_overrides_apply_and_validate():
   assert config_lib.from_dict(one.to_dict()) == one
 
 
-def test_configs_saved_with_two_discounts_still_load():
+def test_configs_saved_with_two_discounts_are_an_older_layout():
   path = config_lib.shipped_path("catch.yaml")
-  old = config_lib.load(path, ["discount=0.9"]).to_dict()
+  today = config_lib.load(path, ["discount=0.9"])
+  old = today.to_dict()
   old["search"]["discount"] = old["train"]["discount"] = old.pop("discount")
-  assert config_lib.from_dict(old).discount == 0.9
+  with pytest.raises(config_lib.OlderLayout, match="one top-level discount"):
+    config_lib.from_saved(old)
+  with pytest.raises(ValueError, match=r"search.discount is not a key.*one top-level"):
+    config_lib.from_dict(old)  # a config written today may not use it
+  upgraded, notes = legacy.upgrade_saved(old)  # what `anakin-mz migrate` runs
+  assert config_lib.from_saved(upgraded) == today and len(notes) == 1
   old["train"]["discount"] = 1.0
   with pytest.raises(ValueError, match=r"search.discount \(0.9\) differs from train.discount"):
-    config_lib.from_dict(old)
+    legacy.upgrade_saved(old)
 
 
 def test_bad_files(tmp_path):
@@ -308,17 +315,20 @@ def test_td_lambda_is_the_tdlambda_agents_own_key():
     config_lib.load(path, ["tdlambda.td_lambda=0.5"])  # agent ndmz
 
 
-def test_configs_saved_with_train_td_lambda_still_load():
+def test_configs_saved_with_train_td_lambda_are_an_older_layout():
   """Every config saved before td_lambda moved held `train.td_lambda`:
-  `from_saved` moves it into the tdlambda section, and drops it for the
-  other agents, which never read it."""
+  `from_saved` refuses it (`OlderLayout`), and `legacy.upgrade_saved`
+  (`anakin-mz migrate`) moves it into the tdlambda section, and drops it for
+  the other agents, which never read it."""
   path = config_lib.shipped_path("nannon.yaml")
   for agent, value in (("tdlambda", 0.9), ("ndmz", 0.7), ("alphazero", 0.3)):
     today = config_lib.load(path, [f"agent={agent}"])
     old = today.to_dict()
     old.pop("tdlambda", None)
     old["train"]["td_lambda"] = value
-    saved = config_lib.from_saved(old)
+    with pytest.raises(config_lib.OlderLayout, match="td_lambda moved to agent tdlambda"):
+      config_lib.from_saved(old)
+    saved = config_lib.from_saved(legacy.upgrade_saved(old)[0])
     if agent == "tdlambda":
       assert saved.agent_config.td_lambda == 0.9
       assert saved == config_lib.load(path, [f"agent={agent}", "tdlambda.td_lambda=0.9"])

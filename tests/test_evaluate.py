@@ -44,9 +44,8 @@ def save_tiny(directory, env_name, steps=(3,), overrides=(), state_overrides=Non
   )
   learner = Learner(arrays_cfg)
   for step in steps:
-    state = jax.tree.map(lambda x: np.asarray(x)[None], learner.init(jax.random.PRNGKey(step)))
+    state = jax.tree.map(np.asarray, learner.init(jax.random.PRNGKey(step)))
     meta = ckpt.make_metadata(cfg.to_dict(), learner.env.id, learner.env.version, step)
-    meta["num_devices"] = 1
     ckpt.save(str(directory), step, state, meta)
   return str(directory)
 

@@ -277,6 +277,36 @@ def test_noop_action_in_the_ndmz_loss():
   assert len(biases) == 2 and all(abs(float(b[-1])) > 0 for b in biases)
 
 
+def test_ndmz_loss_names_a_batch_field_of_the_wrong_shape():
+  # jax.eval_shape traces without compiling: the check costs nothing at run time.
+  net = Network(_catch(), NetworkConfig(hidden=(16,), latent_dim=8))
+  params = jax.eval_shape(net.init, jax.random.PRNGKey(0))
+  f32 = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.float32)
+  i32 = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.int32)
+  obs = net.observation_shape
+  batch = replay.Batch(
+    observation=f32(NB, *obs),
+    actions=i32(NB, K),
+    target_value=f32(NB, K + 1),
+    target_reward=f32(NB, K),
+    target_policy=f32(NB, K + 1, net.num_actions),
+    policy_mask=jax.ShapeDtypeStruct((NB, K + 1), jnp.bool_),
+    target_chance=f32(NB, K + 1, net.num_chance_outcomes),
+    chance_mask=jax.ShapeDtypeStruct((NB, K + 1), jnp.bool_),
+    target_identity=i32(NB, K),
+    successor_observation=f32(NB, K, *obs),
+  )
+  loss = lambda b: jax.eval_shape(lambda p, b: ndmz_loss(p, net, b)[0], params, b)
+  assert loss(batch).shape == ()
+  for name, shape in (
+    ("target_chance", f32(NB, K + 1, net.num_chance_outcomes + 1)),
+    ("observation", f32(NB, 12)),
+    ("target_identity", i32(NB, K + 1)),
+  ):
+    with pytest.raises(AssertionError, match=f"Batch.{name}"):
+      loss(batch.replace(**{name: shape}))
+
+
 def test_l2_counts_kernels_only():
   env = envs.make("catch", rows=4, columns=3)
   net = Network(env, NetworkConfig(hidden=(8,), latent_dim=4))

@@ -3,6 +3,8 @@ starts at decision steps only, absorbing targets past the end, MC and n-step
 values, bootstrapping at truncation and at the write head, points of view
 (zero-sum flips, collaborative does not), ring wrap-around."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -407,6 +409,26 @@ def test_sample_matches_a_real_env_rollout_shapes():
   assert all(
     bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(batch) if x.dtype == jnp.float32
   )
+
+
+def test_wrong_shapes_are_named_at_trace_time():
+  # jax.eval_shape traces without compiling: the checks cost nothing at run time.
+  env = envs.make("catch", rows=4, columns=3)
+  buf = jax.eval_shape(lambda: replay.init_buffer(replay.example_transition(env), 16, 2))
+  chunk = jax.tree.map(lambda x: jax.ShapeDtypeStruct((4,) + x.shape[1:], x.dtype), buf.data)
+  jax.eval_shape(replay.add, buf, chunk)
+  wide = chunk.replace(search_policy=jax.ShapeDtypeStruct((4, 2, 4), jnp.float32))
+  with pytest.raises(AssertionError, match=r"chunk\.search_policy"):
+    jax.eval_shape(replay.add, buf, wide)
+  sample = functools.partial(replay.sample, K=2, num_players=1, num_actions=3, payoff="single")
+  batch = jax.eval_shape(lambda b: sample(b, jax.random.PRNGKey(0), 4), buf)
+  replay.check_batch(batch, observation_shape=(4, 3, 1), num_actions=3, num_chance=3)
+  for name, shape in (("target_value", (4, 2)), ("successor_observation", (4, 2, 12))):
+    bad = batch.replace(**{name: jax.ShapeDtypeStruct(shape, jnp.float32)})
+    with pytest.raises(AssertionError, match=f"Batch.{name}"):
+      replay.check_batch(bad)
+  with pytest.raises(AssertionError, match="Batch.target_policy"):
+    replay.check_batch(batch, num_actions=4)
 
 
 def test_bad_arguments():

@@ -892,6 +892,30 @@ def test_recurrent_output_shapes_are_checked():
     run(jax.random.PRNGKey(0))
 
 
+def test_wrong_input_shapes_are_named_at_trace_time():
+  # jax.eval_shape traces without compiling: the checks cost nothing at run time.
+  t = _jnp(tables(3, 2, 2, 2))
+  root = _table_root(t, jnp.array([1, 2]))
+  legal = jnp.ones((2, 2), bool)
+
+  def trace(root=root, temperature=1.0):
+    run = functools.partial(
+      ndmz_search, num_players=2, payoff="zero_sum", config=SearchConfig(num_simulations=2)
+    )
+    key = jax.random.PRNGKey(0)
+    return jax.eval_shape(
+      lambda: run(t, key, root, table_recurrent, legal, temperature=temperature)
+    )
+
+  chex.assert_shape(trace(temperature=jnp.ones((2,))).action, (2,))
+  with pytest.raises(AssertionError, match=r"root.embedding must be \[B, ...\]"):
+    trace(root=root.replace(embedding=root.embedding[:1]))
+  with pytest.raises(AssertionError, match=r"temperature must be a scalar or \[B\]"):
+    trace(temperature=jnp.ones((2, 1)))
+  with pytest.raises(AssertionError, match="visits, prior_logits, legal"):
+    puct.select_action(jax.random.PRNGKey(0), jnp.ones((2, 3)), jnp.ones((2, 3)), legal, 1.0)
+
+
 def test_bad_arguments_raise_value_error():
   t = _jnp(tables(3, 2, 2, 2))
   root = _table_root(t, jnp.array([1]))

@@ -243,14 +243,16 @@ def test_sizes_must_divide_over_the_devices():
 
 def test_old_pmap_checkpoint_is_refused_on_resume(tmp_path):
   """A checkpoint of the pmap run loop (a leading device axis, `num_devices`
-  in the metadata, no `state_layout`) gets one clear error."""
+  in the metadata, no `state_layout`) gets one clear error naming `anakin-mz
+  migrate` (tests/test_migrate.py converts one)."""
   cfg = config_lib.load("catch", TINY)
   learner = Learner(cfg)
   state = jax.tree.map(lambda x: np.asarray(x)[None], learner.init(jax.random.PRNGKey(0)))
   meta = ckpt.make_metadata(cfg.to_dict(), "catch", learner.env.version, 4)
+  del meta["state_layout"]
   meta["num_devices"] = 1
   ckpt.save(str(tmp_path / "checkpoints"), 4, state, meta)
-  with pytest.raises(ckpt.CheckpointError, match="older pmap run loop"):
+  with pytest.raises(ckpt.CheckpointError, match="older format.*anakin-mz migrate"):
     run.train(cfg, logdir=str(tmp_path), resume=True, max_updates=8, progress=False)
 
 

@@ -71,7 +71,7 @@ class TDLambdaSection:
   Attributes:
     td_lambda: lambda, the trace decay (paper: 0.7; 1 gives Monte-Carlo
       targets). Configs saved before it moved here held it as
-      `train.td_lambda` (`config.from_saved` reads them).
+      `train.td_lambda` (`anakin-mz migrate` moves it).
   """
 
   td_lambda: float = 0.7

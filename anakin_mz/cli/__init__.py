@@ -31,6 +31,7 @@ TOOLS: Dict[str, str] = {
   "play": "play",
   "show-search": "show_search",
   "export": "export",
+  "migrate": "migrate",
   "solve-nannon": "solve_nannon",
   "value-error": "value_error",
   "tournament": "tournament",

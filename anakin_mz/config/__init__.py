@@ -17,11 +17,11 @@ top-level settings:
                      # (`ppo`, `tdlambda`): the keys no other agent reads
 
 The discount is set once: `Config` hands it to the search (`search.discount`
-is not a key of the file). Configs saved before it moved (with equal
-`search.discount` and `train.discount`) still load. A key that moved into
-an agent's own section (`MOVED`: `train.td_lambda` is `tdlambda.td_lambda`)
-is refused under its old name, naming the new one; the configs saved with
-runs before it moved still load (`from_saved`).
+is not a key of the file). A key that moved into an agent's own section
+(`MOVED`: `train.td_lambda` is `tdlambda.td_lambda`) is refused under its
+old name, naming the new one. A config saved with a run before either
+change is in an older layout: `from_saved` raises `OlderLayout` for it, and
+`anakin-mz migrate` converts its checkpoint or model file once (`legacy`).
 
 `extends: PARENT` makes a file a change of another (`read`): the parent's
 mapping with the file's merged over it, mappings key by key at every depth,
@@ -66,7 +66,8 @@ a registered env is its shipped `NAME.yaml`; a game without one (the adapted
 
 The modules, each importing only those after it: `files` (`read` with
 `extends`, overrides, where configs come from, `load`), `legacy` (the
-readers of older saved layouts: `MOVED`, the discount saved twice), `schema`
+readers of older saved layouts, run by `anakin-mz migrate`: `MOVED`, the
+discount saved twice), `schema`
 (`Config`, `TrainConfig`, `from_dict`, `from_saved`) and `sections` (dacite).
 This package holds the names the rest of the code reads.
 """
@@ -85,7 +86,7 @@ from anakin_mz.config.files import (
   shipped,
   shipped_path,
 )
-from anakin_mz.config.legacy import MOVED
+from anakin_mz.config.legacy import MOVED, OlderLayout
 from anakin_mz.config.schema import (
   LR_SCHEDULES,
   SEED_LAYOUTS,
@@ -102,6 +103,7 @@ __all__ = [
   "LR_SCHEDULES",
   "SEED_LAYOUTS",
   "MOVED",
+  "OlderLayout",
   "KIND_BASES",
   "SHIPPED_FOLDERS",
   "from_dict",

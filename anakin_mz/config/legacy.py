@@ -1,19 +1,28 @@
 """The readers of older configs: what a config saved with a run (a
-checkpoint's, a model file's) in an older layout needs before today's
-schema (`schema.from_dict`) reads it. Each takes a mapping and returns the
-mapping in today's layout; none imports the schema.
+checkpoint's, a model file's) in an older layout needs to be in today's,
+the one that `schema.from_dict` reads. Each takes a mapping and returns the
+mapping in today's layout; none imports the schema. They run once, in
+`anakin-mz migrate` (`runtime.migrate`, through `upgrade_saved`): loading
+reads today's layout only, and `schema.from_saved` raises `OlderLayout`
+(naming the tool) for a config these would change.
 
 * `MOVED`: keys that moved from a shared section into an agent's own
   (`train.td_lambda` is `tdlambda.td_lambda`): `from_dict` refuses the old
   spelling, naming the new; `move_to_agent_sections` moves it in the configs
-  saved before (`schema.from_saved`).
+  saved before.
 * `discount_at_top`: configs saved before the discount became one top-level
-  setting hold it twice, `search.discount` and `train.discount`.
+  setting hold it twice, `search.discount` and `train.discount`; `from_dict`
+  refuses either, naming the top-level key.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import List, Mapping, Tuple
+
+
+class OlderLayout(ValueError):
+  """A config saved in an older layout: `anakin-mz migrate` converts the
+  checkpoint or model file that holds it."""
 
 
 # The keys that moved from a shared section into an agent's own, (section,
@@ -65,3 +74,33 @@ def discount_at_top(raw: Mapping[str, object]) -> Mapping[str, object]:
   out["search"] = {k: v for k, v in search.items() if k != "discount"}
   out["train"] = {k: v for k, v in train.items() if k != "discount"}
   return out
+
+
+def upgrade_saved(raw: Mapping[str, object]) -> Tuple[Mapping[str, object], List[str]]:
+  """(`raw` in today's layout, one line per change made; none where it is
+  today's already): every reader above, in the order the layouts changed.
+  Raises ValueError where `raw` cannot be converted (two different
+  discounts)."""
+  notes = []
+  moved = move_to_agent_sections(raw)
+  if moved != raw:
+    notes.append(
+      "config: " + ", ".join(f"{s}.{k} moved to agent {o}'s section" for (s, k), o in MOVED.items())
+    )
+  top = discount_at_top(moved)
+  if top != moved:
+    notes.append("config: search.discount and train.discount made the one top-level discount")
+  return top, notes
+
+
+def check_saved(raw: Mapping[str, object]) -> None:
+  """Raises `OlderLayout` (what would change) where `raw`, a saved
+  config, is not in today's layout."""
+  if not isinstance(raw, Mapping):
+    return  # from_dict names what a config must be
+  try:
+    _, notes = upgrade_saved(raw)
+  except ValueError as e:
+    raise OlderLayout(f"config of an older layout that does not convert: {e}") from None
+  if notes:
+    raise OlderLayout("; ".join(notes))

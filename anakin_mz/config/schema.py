@@ -3,8 +3,9 @@ section `TrainConfig`; `network`, `search` and `loss` are the core's
 `NetworkConfig`, `SearchConfig` and `LossConfig`, and an agent's own section
 comes from the agent registry) and `from_dict`, which builds and validates
 one from a mapping (each section through dacite, `sections.build_section`).
-`from_saved` reads a config saved with a run, through the readers of older
-layouts (`legacy`). The package's docstring describes the file format.
+`from_saved` reads a config saved with a run, in today's layout only (an
+older one is `legacy.OlderLayout`). The package's docstring describes the
+file format.
 """
 
 from __future__ import annotations
@@ -233,7 +234,6 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"a config must be a mapping, got {type(raw).__name__}")
   sections = _section_classes()
   registry = _registry()
-  raw = legacy.discount_at_top(raw)
   agent_sections = {
     name: registry.get(name).section
     for name in registry.names()
@@ -304,6 +304,12 @@ def from_dict(raw: Mapping[str, object]) -> Config:
 
 def from_saved(raw: Mapping[str, object]) -> Config:
   """`from_dict` of a config saved with a run (`to_dict`: a checkpoint's, a
-  model file's), of today's layout or an older one (`legacy`: a key that
-  has since moved into an agent's own section moves there)."""
-  return from_dict(legacy.move_to_agent_sections(raw))
+  model file's).
+
+  Raises:
+    legacy.OlderLayout: a config saved in an older layout (`legacy`; `anakin-mz
+      migrate` converts the checkpoint or model file once).
+    ValueError: as `from_dict`.
+  """
+  legacy.check_saved(raw)
+  return from_dict(raw)

@@ -72,7 +72,7 @@ import optax
 
 from anakin_mz.core import lookahead, value_transform
 from anakin_mz.core.networks import Network
-from anakin_mz.core.replay import Batch
+from anakin_mz.core.replay import Batch, check_batch
 from anakin_mz.core.types import Params, UnrollOutput
 
 
@@ -283,7 +283,18 @@ def ndmz_loss(
 ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
   """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms (and
   `successor_value`, `consistency` and `reconstruction` where their weights
-  are > 0), `l2` (the weighted penalty), `identity_accuracy` and `total`."""
+  are > 0), `l2` (the weighted penalty), `identity_accuracy` and `total`.
+
+  `batch` is a `replay.Batch` of N unrolls of K steps for `network`'s game:
+  `observation` `[N, *obs]`, `actions` `[N, K]`, `target_policy`
+  `[N, K+1, A]`, `target_chance` `[N, K+1, C]` (the rest as `Batch` gives
+  them); a field of another shape is a chex AssertionError naming it."""
+  check_batch(
+    batch,
+    observation_shape=network.observation_shape,
+    num_actions=network.num_actions,
+    num_chance=network.num_chance_outcomes,
+  )
   outputs = network.unroll(params, batch.observation, batch.actions)
   terms = loss_terms(
     outputs, batch, value_head=network.config.value_head, support_size=network.config.support_size

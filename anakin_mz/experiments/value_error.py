@@ -118,13 +118,7 @@ def replay_observations(agent, directory: str, step: Optional[int] = None) -> np
     )
   learner = registry.make_learner(agent.config)
   template = learner.abstract_state().buffer
-  legacy = ckpt.is_legacy_layout(agent.meta)  # the pmap run loop: a leading device axis
-  if legacy:
-    lead = (int(str(agent.meta["num_devices"])),)
-    template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(lead + x.shape, x.dtype), template)
   buffer, _ = ckpt.restore_field(directory, "buffer", template, step)
-  if legacy:
-    buffer = jax.tree.map(lambda x: x[0], buffer)
   data = jax.device_get(buffer.data)
   capacity = data.player.shape[0]
   slots = np.arange(capacity)[:, None]

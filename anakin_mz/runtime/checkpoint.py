@@ -10,13 +10,15 @@ step stores two items:
   each device's shards (each host its own, multi-host); `restore` into a
   template with shardings (`OnMesh.abstract_state`) lays the state out on
   the restoring run's devices, so a state saved on N devices resumes on M;
-* `meta`: JSON with the config, the env id and version, the package version
-  and the step; the run loop adds `state_layout` ("global") and the device
-  count it ran on (for information).
+* `meta`: JSON with the config, the env id and version, the package version,
+  the step and `state_layout` ("global", today's format); the run loop adds
+  the device count it ran on (for information).
 
-Checkpoints of the earlier `pmap` run loop (before `state_layout`) hold the
-state with a leading device axis: their params still load for evaluation
-(`restore.load_agent`), but `check_resumable` refuses to resume them.
+Reading checks the format (`check_format`): a checkpoint of an older one
+(the earlier `pmap` run loop's, whose state held a leading device axis and
+whose metadata no `state_layout`; a config saved in an older layout) is
+refused with one line naming `anakin-mz migrate`, which converts it once
+(`runtime.migrate`, the one place that reads the older formats).
 
 Restoring checks the metadata against what the caller expects, and that
 every floating-point array is finite, and raises a `CheckpointError` (a
@@ -35,6 +37,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import pathlib
 import shutil
 import sys
 from typing import Callable, Dict, List, Optional, Tuple
@@ -54,27 +57,22 @@ class CheckpointError(ValueError):
   """A checkpoint is missing, unreadable, or does not fit the request."""
 
 
-def is_legacy_layout(meta: Dict[str, object]) -> bool:
-  """True for a state saved by the `pmap` run loop: a leading axis of
-  `meta["num_devices"]` devices on every array."""
-  return "num_devices" in meta and "state_layout" not in meta
+def older_format(path: str, why: str) -> CheckpointError:
+  """The one-line error for a checkpoint or model file `path` in an older
+  format (`why`), naming the tool that converts it."""
+  return CheckpointError(
+    f"{path!r} is in an older format ({why}); convert it once with "
+    f"`anakin-mz migrate {path}`, then run this again"
+  )
 
 
-def check_resumable(meta: Dict[str, object], directory: str) -> None:
-  """Raises CheckpointError unless the run loop can resume this checkpoint's
-  state layout."""
-  if is_legacy_layout(meta):
-    raise CheckpointError(
-      f"checkpoint {directory!r} was saved by the older pmap run loop (a leading axis of "
-      f"{meta['num_devices']} devices, per-device num_envs and batch_size); this version "
-      "saves global arrays and cannot resume it. evaluate.py still reads it; start a new "
-      "run (another --logdir) to train on"
-    )
-  layout = meta.get("state_layout", STATE_LAYOUT)
+def check_format(meta: Dict[str, object], directory: str) -> None:
+  """Raises CheckpointError (`older_format`) unless the checkpoint's
+  metadata says today's format: the state as global arrays
+  (`state_layout`, which `make_metadata` writes)."""
+  layout = meta.get("state_layout")
   if layout != STATE_LAYOUT:
-    raise CheckpointError(
-      f"checkpoint {directory!r} has state layout {layout!r}; this version reads {STATE_LAYOUT!r}"
-    )
+    raise older_format(directory, f"state layout {layout!r}, this version reads {STATE_LAYOUT!r}")
 
 
 def _manager(directory: str, create: bool, max_to_keep: Optional[int] = 3) -> ocp.CheckpointManager:
@@ -121,20 +119,23 @@ def make_metadata(
     "env_version": env_version,
     "step": int(step),
     "anakin_mz_version": anakin_mz.__version__,
+    "state_layout": STATE_LAYOUT,
   }
 
 
-def save(directory: str, step: int, state, meta: Dict[str, object]) -> None:
+def save(
+  directory: str, step: int, state, meta: Dict[str, object], max_to_keep: Optional[int] = 3
+) -> None:
   """Saves `state` (a pytree of host arrays or of global `jax.Array`s, sharded
-  or not) and `meta` at `step`; blocks until written. Refuses a state with
-  non-finite values."""
+  or not) and `meta` at `step`; blocks until written, then keeps the newest
+  `max_to_keep` steps (None: all). Refuses a state with non-finite values."""
   bad = nonfinite_leaves(state)
   if bad:
     raise CheckpointError(
       f"refusing to save step {step} to {directory!r}: non-finite values in {', '.join(bad[:3])}"
     )
   try:
-    mngr = _manager(directory, create=True)
+    mngr = _manager(directory, create=True, max_to_keep=max_to_keep)
   except OSError as e:
     raise CheckpointError(f"cannot write checkpoints to {directory!r}: {e}") from None
   try:
@@ -291,6 +292,24 @@ def restore_field(
   )
   value = _read(directory, step, args)[field]
   return _checked(directory, step, value, template), meta
+
+
+def read_saved(directory: str, step: int):
+  """The state saved at `step` as it was written, with no template: nested
+  dicts of numpy arrays (`runtime.migrate` reads an older format with it).
+  Raises CheckpointError where it does not read back."""
+  directory = locate(directory)
+  step = _resolve(directory, step)
+  try:
+    saved = ocp.PyTreeCheckpointHandler().metadata(pathlib.Path(directory) / str(step) / "state")
+  except Exception as e:  # orbax raises many types for unreadable data
+    raise CheckpointError(
+      f"checkpoint {directory!r} step {step} is unreadable: {_reason(e)}"
+    ) from None
+  # As numpy, not on the devices the arrays were saved from (which this
+  # machine may not have).
+  as_numpy = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), saved.tree)
+  return _read(directory, step, ocp.args.PyTreeRestore(restore_args=as_numpy))
 
 
 def _read(directory: str, step: int, args):

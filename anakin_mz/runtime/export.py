@@ -12,8 +12,10 @@ training config at hand::
 The file carries the play settings that were scored: the config's `search`
 section (simulations, root, backup, expectimax depth, ...) is what every tool
 searches with, and `agent_kind` is the player `evaluate` and `play` use
-unless `--player` says otherwise (search, greedy or value; a file without the
-key, written before it existed, plays the search).
+unless `--player` says otherwise (search, greedy or value). A file written
+before the key existed, or with a config of an older layout, is refused
+with one line naming `anakin-mz migrate`, which converts it once
+(`runtime.migrate`).
 
 `anakin-mz export --checkpoint DIR --out FILE` writes one from a checkpoint
 (or from another model file, `--search KEY=VALUE` and `--player KIND`
@@ -134,9 +136,41 @@ def read(path: str) -> Model:
   """Reads a model file.
 
   Raises:
-    CheckpointError: a missing or unreadable file, another format, or a
-      config this code rejects (each message names the path).
+    CheckpointError: a missing or unreadable file, another format, an
+      older one (naming `anakin-mz migrate`), or a config this code rejects
+      (each message names the path).
   """
+  doc = read_document(path)
+  if "agent_kind" not in doc:
+    raise ckpt.older_format(path, "no agent_kind: written before model files named their player")
+  try:
+    config = config_lib.from_saved(json.loads(doc["config"]))
+  except config_lib.OlderLayout as e:
+    raise ckpt.older_format(path, str(e)) from None
+  except ValueError as e:
+    raise ckpt.CheckpointError(
+      f"model file {path!r} holds a config this code rejects: {e}"
+    ) from None
+  agent_kind = doc["agent_kind"]
+  if agent_kind not in AGENT_KINDS:
+    raise ckpt.CheckpointError(
+      f"model file {path!r} names agent kind {agent_kind!r}, not one of {', '.join(AGENT_KINDS)}"
+    )
+  return Model(
+    config=config,
+    params=doc["params"],
+    step=int(doc["step"]),
+    env_id=str(doc["env"]),
+    env_version=int(doc["env_version"]),
+    path=path,
+    agent_kind=str(agent_kind),
+  )
+
+
+def read_document(path: str) -> Dict[str, object]:
+  """A model file's msgpack document as stored (its `config` a JSON
+  string), checked for `FORMAT` and the keys every version held; `read`
+  and `runtime.migrate` read through it. Raises CheckpointError as `read`."""
   try:
     with open(path, "rb") as f:
       raw = f.read()
@@ -157,26 +191,7 @@ def read(path: str) -> Model:
   missing = [k for k in ("config", "env", "env_version", "step", "params") if k not in doc]
   if missing:
     raise ckpt.CheckpointError(f"model file {path!r} lacks {', '.join(missing)}")
-  try:
-    config = config_lib.from_saved(json.loads(doc["config"]))
-  except ValueError as e:
-    raise ckpt.CheckpointError(
-      f"model file {path!r} holds a config this code rejects: {e}"
-    ) from None
-  agent_kind = doc.get("agent_kind", DEFAULT_AGENT_KIND)
-  if agent_kind not in AGENT_KINDS:
-    raise ckpt.CheckpointError(
-      f"model file {path!r} names agent kind {agent_kind!r}, not one of {', '.join(AGENT_KINDS)}"
-    )
-  return Model(
-    config=config,
-    params=doc["params"],
-    step=int(doc["step"]),
-    env_id=str(doc["env"]),
-    env_version=int(doc["env_version"]),
-    path=path,
-    agent_kind=str(agent_kind),
-  )
+  return doc
 
 
 def fit_params(model: Model, template: Params) -> Params:

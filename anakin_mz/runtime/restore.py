@@ -76,15 +76,19 @@ def load_agent(
   Raises:
     CheckpointError: a missing path or step, unreadable metadata or arrays,
       a checkpoint for another game (`expect_env`) or of another env version,
-      or arrays that do not fit the saved config's network.
+      arrays that do not fit the saved config's network, or an older format
+      (naming `anakin-mz migrate`).
   """
   model_file = export.resolve(directory)
   if model_file is not None:
     return _load_model_file(model_file, step, expect_env)
   directory = ckpt.locate(directory)  # a run's logdir: its checkpoints
   meta = ckpt.load_metadata(directory, step)
+  ckpt.check_format(meta, directory)
   try:
     config = config_lib.from_saved(meta["config"])  # type: ignore[arg-type]
+  except config_lib.OlderLayout as e:
+    raise ckpt.older_format(directory, str(e)) from None
   except ValueError as e:
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} holds a config this code rejects: {e}"
@@ -98,14 +102,10 @@ def load_agent(
   network = registry.get(config.agent).model(config, env)
   shapes = jax.eval_shape(network.init, jax.random.PRNGKey(0))
   device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-  legacy = ckpt.is_legacy_layout(meta)  # the pmap run loop: a leading device axis
-  lead = (int(str(meta["num_devices"])),) if legacy else ()
   template = jax.tree.map(
-    lambda x: jax.ShapeDtypeStruct(lead + tuple(x.shape), x.dtype, sharding=device), shapes
+    lambda x: jax.ShapeDtypeStruct(tuple(x.shape), x.dtype, sharding=device), shapes
   )
   params, meta = ckpt.restore_params(directory, template, step)
-  if legacy:
-    params = jax.tree.map(lambda x: x[0], params)
   return Agent(
     config=config,
     env=env,

@@ -326,16 +326,18 @@ def train_seeds(
 def _check_resumable(config: Config, env, directory: str, meta: Dict[str, object]) -> None:
   """Raises ValueError where a checkpoint's `meta` is not `config`'s run."""
   ckpt.check_compatible(meta, directory, env_id=env.id, env_version=env.version)
-  try:  # a config saved in an older layout compares in today's
+  ckpt.check_format(meta, directory)
+  try:
     saved_config = config_lib.from_saved(meta["config"]).to_dict()
-  except ValueError:
+  except config_lib.OlderLayout as e:
+    raise ckpt.older_format(directory, str(e)) from None
+  except ValueError:  # a config this code rejects: the diff names the keys
     saved_config = meta["config"]
   diffs = _config_diff(config.to_dict(), saved_config)
   if diffs:
     raise ValueError(
       f"checkpoint {directory!r} was made with another config:\n  " + "\n  ".join(diffs)
     )
-  ckpt.check_resumable(meta, directory)
 
 
 class _Loop:

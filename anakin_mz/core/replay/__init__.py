@@ -63,6 +63,7 @@ from anakin_mz.core.replay.buffer import (
 from anakin_mz.core.replay.targets import Prepared, prepare, value_targets, start_mask, can_sample
 from anakin_mz.core.replay.sampling import (
   Batch,
+  check_batch,
   Starts,
   sample,
   sample_prepared,
@@ -83,6 +84,7 @@ __all__ = [
   "start_mask",
   "can_sample",
   "Batch",
+  "check_batch",
   "Starts",
   "sample",
   "sample_prepared",

@@ -143,7 +143,14 @@ def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -
   t = chunk.player.shape[0]
   if chunk.player.shape[1:] != (buffer.num_lanes,):
     raise ValueError(f"chunk has lanes {chunk.player.shape[1:]}, the buffer has {buffer.num_lanes}")
-  jax.tree.map(lambda d, c: chex.assert_shape(c, (t,) + d.shape[1:]), buffer.data, chunk)
+  chex.assert_rank(buffer.data.player, 2, custom_message="BufferState.data.player must be [L, B]")
+  for (path, d), c in zip(
+    jax.tree_util.tree_flatten_with_path(buffer.data)[0], jax.tree.leaves(chunk), strict=True
+  ):
+    name = jax.tree_util.keystr(path)
+    chex.assert_shape(
+      c, (t,) + d.shape[1:], custom_message=f"chunk{name} vs the buffer's [T, B, ...]"
+    )
   if not drop_invalid:
     if t > cap:
       raise ValueError(f"chunk of {t} steps does not fit a buffer of {cap} steps")

@@ -48,6 +48,41 @@ class Batch:
   successor_observation: Optional[chex.Array] = None
 
 
+def check_batch(
+  batch: Batch,
+  *,
+  observation_shape: Optional[Tuple[int, ...]] = None,
+  num_actions: Optional[int] = None,
+  num_chance: Optional[int] = None,
+) -> None:
+  """Asserts (chex, at trace time) that `batch`'s fields agree in shape:
+  N and K from `actions` `[N, K]`, then every field as `Batch` gives it.
+  `observation_shape`, `num_actions` (A) and `num_chance` (C) are checked
+  too where given; None leaves that size to the batch. Where the replay
+  hands a batch to a learner, a wrong field fails here, named, not as a
+  broadcast deep in the loss."""
+  chex.assert_rank(batch.actions, 2, custom_message="Batch.actions must be [N, K]")
+  n, k = batch.actions.shape
+  obs = (n,) + (tuple(observation_shape) if observation_shape is not None else (...,))
+  for name, shape in (
+    ("observation", obs),
+    ("target_reward", (n, k)),
+    ("target_identity", (n, k)),
+    ("target_value", (n, k + 1)),
+    ("policy_mask", (n, k + 1)),
+    ("chance_mask", (n, k + 1)),
+    ("target_policy", (n, k + 1, num_actions)),
+    ("target_chance", (n, k + 1, num_chance)),
+  ):
+    chex.assert_shape(getattr(batch, name), shape, custom_message=f"Batch.{name}")
+  if batch.successor_observation is not None:
+    chex.assert_shape(
+      batch.successor_observation,
+      (n, k) + batch.observation.shape[1:],
+      custom_message="Batch.successor_observation vs [N, K] + observation's",
+    )
+
+
 def sample(
   buffer: BufferState,
   key: chex.PRNGKey,
@@ -326,11 +361,11 @@ def _targets(
     ),
     successor_observation=jnp.where(obs_mask, successor_obs, 0.0),
   )
-  n = batch_size
-  chex.assert_shape(batch.observation, (n,) + data.observation.shape[2:])
-  chex.assert_shape([batch.actions, batch.target_reward, batch.target_identity], (n, K))
-  chex.assert_shape([batch.target_value, batch.policy_mask, batch.chance_mask], (n, K + 1))
-  chex.assert_shape(batch.target_policy, (n, K + 1, num_actions))
-  chex.assert_shape(batch.target_chance, (n, K + 1, num_chance))
-  chex.assert_shape(batch.successor_observation, (n, K) + data.observation.shape[2:])
+  check_batch(
+    batch,
+    observation_shape=data.observation.shape[2:],
+    num_actions=num_actions,
+    num_chance=num_chance,
+  )
+  chex.assert_shape(batch.actions, (batch_size, K))
   return batch

@@ -96,6 +96,11 @@ def ndmz_search(
       f"legal_action_mask must be [B={batch_size}, A={num_actions}] like "
       f"root.policy_logits, got shape {legal_action_mask.shape}"
     )
+  # The rest as mctx checks its root (trace time only: no cost when it runs).
+  chex.assert_tree_shape_prefix(
+    root.embedding, (batch_size,), custom_message="root.embedding must be [B, ...]"
+  )
+  _check_temperature(temperature, batch_size)
   num_players = int(num_players)
   num_slots = max(num_actions, num_outcomes)
   flip_opponents = payoff == "zero_sum"
@@ -213,6 +218,8 @@ def search_output(
   with `num_outcomes` chance outcomes, `flip_opponents` in zero-sum games;
   `SearchConfig.final_move`); "q" reads the root Q of `backup`
   (`SearchConfig.backup`)."""
+  chex.assert_rank(legal, 2, custom_message="legal must be [B, A]")
+  chex.assert_equal_shape([prior_logits, legal], custom_message="prior_logits vs legal [B, A]")
   num_actions = legal.shape[-1]
   visits = tree.children_visits[:, tree.ROOT_INDEX, :num_actions].astype(tree.node_values.dtype)
   action, action_weights = select_action(rng_key, visits, prior_logits, legal, temperature)
@@ -246,6 +253,8 @@ def add_root_noise(
   """The PUCT root's prior logits `[B, A]`: the policy mixed with Dirichlet
   noise as `mctx.muzero_policy` mixes it (over the legal moves only with
   `config.dirichlet_legal_only`), illegal moves at the masking logit."""
+  chex.assert_rank(policy_logits, 2, custom_message="policy_logits must be [B, A]")
+  chex.assert_equal_shape([policy_logits, legal], custom_message="policy_logits vs legal [B, A]")
   probs = jax.nn.softmax(policy_logits)
   if config.dirichlet_fraction > 0:  # (skipping it saves compile time only)
     probs = _add_dirichlet_noise(
@@ -270,7 +279,14 @@ def select_action(
   distribution over the legal moves (uniform over them where nothing was
   visited, over all moves where none is legal); the move is drawn with
   probabilities `weights ** (1 / temperature)`, or at temperature 0 the most
-  visited legal move, ties broken by `prior_logits`, then the first."""
+  visited legal move, ties broken by `prior_logits`, then the first.
+  `prior_logits` and `legal` are `[B, A]` like `visits`; `temperature` is a
+  scalar or `[B]`."""
+  chex.assert_rank(visits, 2, custom_message="visits must be [B, A]")
+  chex.assert_equal_shape(
+    [visits, prior_logits, legal], custom_message="visits, prior_logits, legal [B, A]"
+  )
+  _check_temperature(temperature, visits.shape[0])
   visits = jnp.where(legal, visits, 0)
   total = jnp.sum(visits, axis=-1, keepdims=True)
   any_legal = jnp.any(legal, axis=-1, keepdims=True)
@@ -285,6 +301,16 @@ def select_action(
   greedy = _greedy(action_weights, prior_logits, legal)
   action = jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
   return action, action_weights
+
+
+def _check_temperature(temperature, batch_size: int) -> None:
+  """A temperature is a scalar or one per root, `[B]`: a `[B, 1]` would
+  broadcast the move's draw to `[B, B]`."""
+  shape = jnp.shape(temperature)
+  if shape not in ((), (batch_size,)):
+    chex.assert_shape(
+      temperature, (batch_size,), custom_message="temperature must be a scalar or [B]"
+    )
 
 
 def _greedy_by_q(q, visits, legal):

@@ -174,6 +174,9 @@ def expected_chance_value(
   embedding = jax.tree.map(lambda x: jnp.repeat(x, num_outcomes, axis=0), out.embedding)
   outcomes = num_actions + jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
   kids = recurrent_fn(params, rng_key, outcomes, embedding)
+  check_model_output(
+    kids, embedding, batch_size * num_outcomes, num_actions, num_outcomes, num_players
+  )
   logits = kids.identity_logits
   if not terminal_nodes:
     logits = logits.at[:, num_players + 1].set(-jnp.inf)
