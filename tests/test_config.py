@@ -152,6 +152,48 @@ def test_overrides_apply_and_validate():
   assert config_lib.from_dict(one.to_dict()) == one
 
 
+def test_play_search_changes_the_search_that_plays_not_self_play(monkeypatch):
+  from anakin_mz.core import registry
+  from anakin_mz.eval import report
+  from anakin_mz.runtime import restore
+
+  path = config_lib.shipped_path("nannon.yaml")
+  plain = config_lib.load(path)
+  assert plain.play_search == () and plain.playing_search == plain.search
+  assert "play_search" not in plain.to_dict()
+  cfg = config_lib.load(
+    path, ["play_search.root=gumbel", "play_search.value_bounds=[-2,2]", "discount=0.9"]
+  )
+  assert cfg.search == config_lib.load(path, ["discount=0.9"]).search  # self-play keeps it
+  playing = cfg.playing_search
+  assert playing.root == "gumbel" and playing.value_bounds == (-2.0, 2.0)
+  assert playing.discount == 0.9 and playing.num_simulations == cfg.search.num_simulations
+  assert cfg.to_dict()["play_search"] == {"root": "gumbel", "value_bounds": [-2.0, 2.0]}
+  assert config_lib.from_dict(cfg.to_dict()) == cfg
+  # --search overrides what plays, over play_search's own keys too.
+  over = report.with_search_overrides(cfg, ["root=puct", "num_simulations=5"])
+  assert over.playing_search.root == "puct" and over.playing_search.num_simulations == 5
+  assert over.playing_search.value_bounds == (-2.0, 2.0)
+  # A restored agent's players search with it.
+  seen = []
+  monkeypatch.setattr(
+    registry.AgentSpec,
+    "search_policy",
+    lambda self, model, params, env, search: seen.append(search),
+  )
+  agent = restore.Agent(
+    config=cfg, env=cfg.make_env(), network=None, params=None, step=0, meta={}, directory=""
+  )
+  agent.search_policy()
+  assert seen == [playing]
+  with pytest.raises(ValueError, match=r"unknown key\(s\) play_search.roots.*valid keys"):
+    config_lib.load(path, ["play_search.roots=gumbel"])
+  with pytest.raises(ValueError, match="root must be one of"):
+    config_lib.load(path, ["play_search.root=best"])
+  with pytest.raises(ValueError, match="play_search.discount is not a key"):
+    config_lib.load(path, ["play_search.discount=0.5"])
+
+
 def test_configs_saved_with_two_discounts_are_an_older_layout():
   path = config_lib.shipped_path("catch.yaml")
   today = config_lib.load(path, ["discount=0.9"])

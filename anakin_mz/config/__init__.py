@@ -15,6 +15,10 @@ top-level settings:
     agent: ndmz      # a registered agent (`core.registry.names()`)
     <agent>: {...}   # the agent's own section, where it registers one
                      # (`ppo`, `tdlambda`): the keys no other agent reads
+    play_search: {root: gumbel, ...}  # optional: keys of `search` changed for
+                     # the search that plays (evaluate, play, export,
+                     # tournaments, the periodic evaluation); self-play keeps
+                     # `search` (`Config.playing_search`)
 
 The discount is set once: `Config` hands it to the search (`search.discount`
 is not a key of the file). A key that moved into an agent's own section

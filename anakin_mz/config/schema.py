@@ -176,6 +176,15 @@ class Config:
   agent: str = "ndmz"  # a registered agent (`core.registry`)
   # The agent's own section (`<agent>:` in the file), where it registers one.
   agent_config: Optional[object] = None
+  # `play_search:` in the file: keys of `search` changed for the search that
+  # plays (evaluate, play, export, tournaments, the periodic evaluation);
+  # self-play keeps `search`. Sorted (key, value) pairs, values as built.
+  play_search: Tuple[Tuple[str, object], ...] = ()
+
+  @property
+  def playing_search(self) -> SearchConfig:
+    """The search that plays: `search` with `play_search`'s keys changed."""
+    return dataclasses.replace(self.search, **dict(self.play_search))
 
   def __post_init__(self):
     spec = _registry().get(self.agent)  # raises for an unknown agent
@@ -220,6 +229,8 @@ class Config:
       section = dataclasses.asdict(value)
       section.pop("discount", None)  # a top-level setting
       out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in section.items()}
+    if self.play_search:
+      out["play_search"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.play_search}
     return out
 
 
@@ -239,7 +250,7 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     for name in registry.names()
     if registry.get(name).section is not None
   }
-  valid = {"env", "seed", "discount", "agent", *sections, *agent_sections}
+  valid = {"env", "seed", "discount", "agent", "play_search", *sections, *agent_sections}
   unknown = sorted(set(raw) - valid)
   if unknown:
     raise ValueError(f"unknown config section(s) {unknown}; valid: {sorted(valid)}")
@@ -292,6 +303,7 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     raise ValueError(f"invalid discount: {e}") from None
   if agent in agent_sections:
     built["agent_config"] = build_section(agent_sections[agent], raw.get(agent) or {}, agent)
+  built["play_search"] = _play_search(raw, sections["search"], discount)
   return Config(
     env=name,
     env_params=tuple(sorted(params.items())),
@@ -300,6 +312,27 @@ def from_dict(raw: Mapping[str, object]) -> Config:
     agent=agent,
     **built,
   )
+
+
+def _play_search(raw: Mapping[str, object], search_cls, discount: float):
+  """The `play_search` section as sorted (key, value) pairs, each value as
+  the search section builds it; checked by building the whole playing
+  search (errors name `play_search`)."""
+  play = raw.get("play_search") or {}
+  if not isinstance(play, Mapping):
+    raise ValueError(f"config section 'play_search' must be a mapping, got {play!r}")
+  if "discount" in play:
+    raise ValueError(
+      "play_search.discount is not a key: the discount is one top-level setting, "
+      "the same for self-play and play"
+    )
+  search = raw.get("search") or {}
+  built = build_section(search_cls, {**search, **play}, "play_search")
+  try:
+    dataclasses.replace(built, discount=discount)
+  except ValueError as e:
+    raise ValueError(f"invalid play_search: {e}") from None
+  return tuple(sorted((k, getattr(built, k)) for k in play))
 
 
 def from_saved(raw: Mapping[str, object]) -> Config:

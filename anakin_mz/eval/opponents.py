@@ -94,7 +94,7 @@ def checkpoint_opponent(
       f"checkpoint {directory!r} plays {env.id} with params "
       f"{dict(loaded.env.params)}, not {dict(env.params)}"
     )
-  search = loaded.config.search
+  search = loaded.config.playing_search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
   policy = loaded.search_policy(search)

@@ -26,7 +26,7 @@ def _match_vs_random(agent, num_games: int):
   env, spec = agent.env, registry.get(agent.config.agent)
 
   def play(params, key):
-    player = spec.search_policy(agent.network, params, env, agent.config.search)
+    player = spec.search_policy(agent.network, params, env, agent.config.playing_search)
     return match.play_match(env, player, envs.random_policy, key, num_games)
 
   return jax.jit(play)

@@ -47,7 +47,7 @@ def play(
 ) -> int:
   """One game in the terminal; returns 0."""
   env, network, params, spec = agent.env, agent.network, agent.params, agent.spec
-  config = act.eval_search_config(agent.config.search)
+  config = act.eval_search_config(agent.config.playing_search)
   if simulations is not None:
     config = dataclasses.replace(config, num_simulations=simulations)
   zero_sum = env.payoff == "zero_sum"

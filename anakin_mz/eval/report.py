@@ -104,7 +104,7 @@ def evaluate_checkpoint(
       "(only ndmz checkpoints have one)"
     )
   env = agent.env
-  search = with_search_overrides(agent.config, search_overrides).search
+  search = with_search_overrides(agent.config, search_overrides).playing_search
   if simulations is not None:
     search = dataclasses.replace(search, num_simulations=int(simulations))
   policies = {"greedy": agent.greedy_policy(), "search": agent.search_policy(search)}
@@ -154,7 +154,9 @@ def evaluate_checkpoint(
 
 
 def with_search_overrides(config: config_lib.Config, overrides: Sequence[str]) -> config_lib.Config:
-  """`config` with `search.KEY=VALUE` overrides applied and checked.
+  """`config` with `search.KEY=VALUE` overrides applied and checked, to the
+  search section and to the playing search's own keys (`play_search`) alike:
+  the override is what plays.
 
   Raises:
     ValueError: a malformed item, an unknown key or a bad value (the
@@ -168,6 +170,8 @@ def with_search_overrides(config: config_lib.Config, overrides: Sequence[str]) -
   nested = config_lib.parse_overrides([f"search.{item}" for item in overrides])
   raw = config.to_dict()
   raw["search"] = {**raw["search"], **nested["search"]}  # type: ignore[dict-item]
+  if "play_search" in raw:
+    raw["play_search"] = {**raw["play_search"], **nested["search"]}  # type: ignore[dict-item]
   return config_lib.from_dict(raw)
 
 

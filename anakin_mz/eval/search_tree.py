@@ -303,7 +303,7 @@ def show(
       f"checkpoint's agent is {agent.config.agent!r}"
     )
   env = agent.env
-  config = act.eval_search_config(agent.config.search)
+  config = act.eval_search_config(agent.config.playing_search)
   if simulations is not None:
     config = dataclasses.replace(config, num_simulations=simulations)
   state = position(env, seed, moves)

@@ -78,7 +78,7 @@ def checkpoint_players(
   for s in steps:
     agent = restore.load_agent(directory, s, expect_env=env_id)
     env_id = agent.env.id
-    search = agent.config.search
+    search = agent.config.playing_search
     if simulations is not None:
       search = dataclasses.replace(search, num_simulations=simulations)
     spec, network, env = agent.spec, agent.network, agent.env

@@ -43,7 +43,7 @@ class Agent:
   def search_policy(self, search: Optional[SearchConfig] = None) -> envs.Policy:
     """Its greedy player (`AgentSpec.search_policy`) with `search` (default
     its config's)."""
-    search = self.config.search if search is None else search
+    search = self.config.playing_search if search is None else search
     return self.spec.search_policy(self.network, self.params, self.env, search)
 
   def greedy_policy(self) -> envs.Policy:
@@ -53,7 +53,7 @@ class Agent:
   def value_policy(self, search: Optional[SearchConfig] = None) -> envs.OnePlyPolicy:
     """Its value in an expectimax of `search.expectimax_depth` moves
     (`AgentSpec.value_policy`; `search` default its config's)."""
-    search = self.config.search if search is None else search
+    search = self.config.playing_search if search is None else search
     return self.spec.value_policy(
       self.network,
       self.params,
