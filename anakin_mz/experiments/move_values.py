@@ -239,13 +239,7 @@ def to_record(
     for player, stats in result.get(source, {}).items():  # type: ignore[union-attr]
       for stat, value in stats.items():
         if not math.isnan(float(value)):
-          figures[f"{source}.{player}.{stat}"] = records_lib.Figure(float(value))
-  return records_lib.new(
-    experiment,
-    variant,
-    None,
-    command=command,
-    budget=records_lib.Budget(updates=int(result["step"])),  # type: ignore[arg-type]
-    evaluation={"env_params": result["env_params"]},
-    figures=figures,
+          figures[f"{source}.{player}.{stat}"] = float(value)
+  return value_error.checkpoint_record(
+    result, figures, experiment=experiment, variant=variant, command=command
   )

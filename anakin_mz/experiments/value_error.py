@@ -217,7 +217,20 @@ def to_record(
   for source in SOURCES:
     if source in result:
       for stat, value in result[source].items():  # type: ignore[union-attr]
-        figures[f"{source}.{stat}"] = records_lib.Figure(float(value))
+        figures[f"{source}.{stat}"] = float(value)
+  return checkpoint_record(result, figures, experiment=experiment, variant=variant, command=command)
+
+
+def checkpoint_record(
+  result: Dict[str, object],
+  figures: Dict[str, float],
+  *,
+  experiment: str,
+  variant: str,
+  command: str,
+) -> records_lib.RunRecord:
+  """A run record of a measurement of one Nannon checkpoint (`result` holds
+  its `step` and `env_params`): `figures` by name, the step as its updates."""
   return records_lib.new(
     experiment,
     variant,
@@ -225,5 +238,5 @@ def to_record(
     command=command,
     budget=records_lib.Budget(updates=int(result["step"])),  # type: ignore[arg-type]
     evaluation={"env_params": result["env_params"]},
-    figures=figures,
+    figures={name: records_lib.Figure(value) for name, value in figures.items()},
   )

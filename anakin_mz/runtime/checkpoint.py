@@ -48,6 +48,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 import anakin_mz
+from anakin_mz import config as config_lib
 
 
 STATE_LAYOUT = "global"
@@ -64,6 +65,22 @@ def older_format(path: str, why: str) -> CheckpointError:
     f"{path!r} is in an older format ({why}); convert it once with "
     f"`anakin-mz migrate {path}`, then run this again"
   )
+
+
+def saved_config(raw: object, what: str, path: str) -> "config_lib.Config":
+  """The `Config` saved with a checkpoint or model file (`what` names it in
+  messages: "checkpoint", "model file"; `path` is where it is).
+
+  Raises:
+    CheckpointError: a config of an older layout (`older_format`, naming
+      `anakin-mz migrate`) or one this code rejects.
+  """
+  try:
+    return config_lib.from_saved(raw)  # type: ignore[arg-type]
+  except config_lib.OlderLayout as e:
+    raise older_format(path, str(e)) from None
+  except ValueError as e:
+    raise CheckpointError(f"{what} {path!r} holds a config this code rejects: {e}") from None
 
 
 def check_format(meta: Dict[str, object], directory: str) -> None:

@@ -143,14 +143,7 @@ def read(path: str) -> Model:
   doc = read_document(path)
   if "agent_kind" not in doc:
     raise ckpt.older_format(path, "no agent_kind: written before model files named their player")
-  try:
-    config = config_lib.from_saved(json.loads(doc["config"]))
-  except config_lib.OlderLayout as e:
-    raise ckpt.older_format(path, str(e)) from None
-  except ValueError as e:
-    raise ckpt.CheckpointError(
-      f"model file {path!r} holds a config this code rejects: {e}"
-    ) from None
+  config = ckpt.saved_config(json.loads(doc["config"]), "model file", path)
   agent_kind = doc["agent_kind"]
   if agent_kind not in AGENT_KINDS:
     raise ckpt.CheckpointError(

@@ -85,14 +85,7 @@ def load_agent(
   directory = ckpt.locate(directory)  # a run's logdir: its checkpoints
   meta = ckpt.load_metadata(directory, step)
   ckpt.check_format(meta, directory)
-  try:
-    config = config_lib.from_saved(meta["config"])  # type: ignore[arg-type]
-  except config_lib.OlderLayout as e:
-    raise ckpt.older_format(directory, str(e)) from None
-  except ValueError as e:
-    raise ckpt.CheckpointError(
-      f"checkpoint {directory!r} holds a config this code rejects: {e}"
-    ) from None
+  config = ckpt.saved_config(meta["config"], "checkpoint", directory)
   if expect_env is not None and config.env != expect_env:
     raise ckpt.CheckpointError(
       f"checkpoint {directory!r} is for env {config.env!r}, not {expect_env!r}"
