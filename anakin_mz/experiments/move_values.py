@@ -35,7 +35,6 @@ from typing import Dict, Sequence
 
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import envs
@@ -92,22 +91,16 @@ def exact_move_values(env: envs.Env, positions: np.ndarray, rolls: np.ndarray) -
 
 
 def _decisions(agent, source: str, samples: int, key: chex.PRNGKey):
-  """(positions `[M]`, rolls `[M]`) of up to `samples` decisions of `source`
-  with at least two legal moves."""
+  """(positions `[M]`, rolls `[M]`, `exact_move_values` `[M, A]`) of up to
+  `samples` decisions of `source` with at least two legal moves."""
   if source == "positions":
     obs = value_error.uniform_observations(agent.env, 4 * samples, key)
   else:
     obs = value_error.fresh_observations(agent, 4 * samples, key)
-  p = agent.env.params
-  decode = jax.jit(
-    jax.vmap(
-      lambda o: nannon_solver.observation_decision(o, p["points"], p["checkers"], p["die_sides"])
-    )
-  )
-  pos, roll = (np.asarray(x) for x in decode(jnp.asarray(obs)))
+  pos, roll = value_error.decisions_of(agent.env, obs)
   exact = exact_move_values(agent.env, pos, roll)
-  choice = np.sum(~np.isnan(exact), axis=1) >= 2
-  return pos[choice][:samples], roll[choice][:samples]
+  choice = np.flatnonzero(np.sum(~np.isnan(exact), axis=1) >= 2)[:samples]
+  return pos[choice], roll[choice], exact[choice]
 
 
 def _player_moves(agent, states: envs.State, key: chex.PRNGKey, batch: int):
@@ -216,9 +209,8 @@ def move_errors(
   key = jax.random.PRNGKey(seed)
   for i, source in enumerate(sources):
     k_data, k_play = jax.random.split(jax.random.fold_in(key, i))
-    pos, roll = _decisions(agent, source, samples, k_data)
+    pos, roll, exact = _decisions(agent, source, samples, k_data)
     states = nannon_solver.position_states(agent.env, pos, roll)
-    exact = exact_move_values(agent.env, pos, roll)
     played = _player_moves(agent, states, k_play, batch)
     top = played["greedy"][0]
     out[source] = {

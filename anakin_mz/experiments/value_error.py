@@ -74,16 +74,23 @@ def compare(network_values: np.ndarray, exact_values: np.ndarray) -> ValueAccura
   )
 
 
-def _exact(env: envs.Env, observations: np.ndarray, win: np.ndarray) -> np.ndarray:
-  """`[M]` exact values `2 w - 1` of decision observations `[M, *obs]`,
-  `win` the game's `nannon_solver.decision_values`."""
+def decisions_of(env: envs.Env, observations: np.ndarray):
+  """(position int `[M]`, roll int `[M]`, 0 where no die is shown) of
+  Nannon observations `[M, *obs]` (`nannon_solver.observation_decision`)."""
   p = env.params
   decode = jax.jit(
     jax.vmap(
       lambda o: nannon_solver.observation_decision(o, p["points"], p["checkers"], p["die_sides"])
     )
   )
-  pos, roll = (np.asarray(x) for x in decode(jnp.asarray(observations)))
+  pos, roll = decode(jnp.asarray(observations))
+  return np.asarray(pos), np.asarray(roll)
+
+
+def _exact(env: envs.Env, observations: np.ndarray, win: np.ndarray) -> np.ndarray:
+  """`[M]` exact values `2 w - 1` of decision observations `[M, *obs]`,
+  `win` the game's `nannon_solver.decision_values`."""
+  pos, roll = decisions_of(env, observations)
   if np.any(roll < 1):
     raise ValueError("an observation shows no die: not a decision node")
   return 2.0 * win[pos, roll - 1] - 1.0
