@@ -181,6 +181,8 @@ def search(
 class AlphaZeroLearner(Learner):
   """The Anakin learner with the true model in the search and AlphaZero's loss."""
 
+  READS_SIBLINGS = False  # its loss trains no learned model
+
   def _loss(self, params, batch):
     return alphazero_loss(params, self.network, batch, self.config.loss)
 

@@ -31,10 +31,12 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
+from anakin_mz.core import lookahead
 from anakin_mz.core import reanalyse as reanalyse_lib
 from anakin_mz.core import replay as replay_lib
 from anakin_mz.config import Config
 from anakin_mz.core.loss import ndmz_loss
+from anakin_mz.core.registry import LOOKAHEAD, unsupported_reason
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime.guard import guarded
 from anakin_mz.runtime.learner import BaseLearner
@@ -81,9 +83,19 @@ class Learner(BaseLearner):
   """
 
   SPLIT = ("num_envs", "batch_size")
+  # Whether the loss reads `loss.sibling_value_weight` (NDMZ's does; a
+  # subclass whose loss does not, leaves self-play without the lookahead).
+  READS_SIBLINGS = True
 
   def __init__(self, config: Config, mesh: Mesh | None = None):
     super().__init__(config, mesh)
+    self.siblings = self.READS_SIBLINGS and config.loss.sibling_value_weight > 0
+    if self.siblings and not LOOKAHEAD.supports(self.env):
+      raise ValueError(
+        f"loss.sibling_value_weight > 0 values every legal move one ply deep on the real "
+        f"game, which {self.env.id} does not allow ({unsupported_reason(self.env)}); "
+        "set it to 0"
+      )
     # Raises where the reanalysed samples do not split over the devices.
     reanalyse_lib.reanalysed_rows(
       config.train.batch_size, config.train.reanalyse_rows, self.num_devices
@@ -101,7 +113,9 @@ class Learner(BaseLearner):
     k_params, k_actor, _, k_run = jax.random.split(raw_key(key), 4)
     params = self.network.init(k_params)
     actor = init_actors(self.env, k_actor, tc.num_envs)
-    example = replay_lib.example_transition(self.env, legal_mask=tc.reanalyse_fraction > 0)
+    example = replay_lib.example_transition(
+      self.env, legal_mask=tc.reanalyse_fraction > 0, siblings=self.siblings
+    )
     buffer = replay_lib.init_buffer(example, tc.replay_capacity, tc.num_envs)
     return TrainState(
       params=params,
@@ -141,7 +155,21 @@ class Learner(BaseLearner):
     return tc.temperature_start + frac * (tc.temperature_end - tc.temperature_start)
 
   def _loss(self, params, batch):
-    return ndmz_loss(params, self.network, batch, self.config.loss)
+    return ndmz_loss(params, self.network, batch, self.config.loss, discount=self.config.discount)
+
+  def _sibling_fn(self):
+    """The self-play `SiblingFn` of the sibling-value term (the value
+    head's one-ply values of every legal move), or None where it is off."""
+    if not self.siblings:
+      return None
+
+    def siblings(params, state):
+      policy = self.agent.value_policy(
+        self.network, params, self.env, discount=self.config.discount
+      )
+      return lookahead.siblings(policy, state)
+
+    return siblings
 
   def _prepare(self, buffer):
     """The targets of the whole buffer, derived once per chunk (the buffer
@@ -244,6 +272,7 @@ class Learner(BaseLearner):
       search_at_chance=tc.search_at_chance,
       lane0=mesh_lib.lane_offset(local_lanes),
       total_lanes=tc.num_envs,
+      siblings=self._sibling_fn(),
     )
     stats = mesh_lib.psum(stats)
     buffer = replay_lib.add(state.buffer, records, drop_invalid=True)

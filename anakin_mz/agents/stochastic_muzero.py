@@ -606,6 +606,8 @@ class StochasticMuZeroLearner(Learner):
   `search` on it) and loss, on K-step unrolls over decision steps
   (`sample_decisions`)."""
 
+  READS_SIBLINGS = False  # its own loss does not read the sibling term
+
   def _prepare(self, buffer):
     prepared = super()._prepare(buffer)
     return prepare_decisions(

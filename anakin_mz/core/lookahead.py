@@ -21,7 +21,7 @@ of their chance children (`observations`) and hands the values back
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Tuple
 
 import chex
 import jax
@@ -181,3 +181,22 @@ def expectimax_policy(
     return node_values(env, value_fn, state, root_player, moves=depth - 1, discount=discount)
 
   return envs.OnePlyPolicy(env=env, successor_value=successor_value, discount=discount)
+
+
+def siblings(policy: envs.OnePlyPolicy, state: envs.State) -> Tuple[chex.Array, chex.Array]:
+  """Every legal move of `state` `[B]` and its value one ply deep on the
+  real game, what the sibling-value term trains the learned model's
+  one-step values on (`loss.sibling_value_loss`).
+
+  Returns:
+    (action int32 `[B, S]`, q float32 `[B, S]`) in `S =
+    env.max_legal_actions` slots: the legal moves ascending, -1 in an unused
+    slot (and in every slot of a lane not at a decision node); q is
+    `policy.action_values` at the move (the mover's view, 0 where -1).
+  """
+  env = policy.env
+  values = policy.action_values(state)  # [B, A]
+  mask = state.legal_action_mask & (state.current_player >= 0)[:, None]
+  actions, valid = envs.legal_slots(mask, env.max_legal_actions)
+  q = jnp.take_along_axis(values, actions, axis=-1)
+  return jnp.where(valid, actions, -1), jnp.where(valid, q, 0.0)

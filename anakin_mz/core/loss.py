@@ -58,6 +58,24 @@ policy rarely takes far worse than the value head values their real
 successors (`planning.md`, E7). A latent that must also reproduce the board
 makes g learn the game's move mechanics, which every move shares (a
 self-supervised world-model loss, as in Anand et al. 2021 for MuZero).
+
+A ninth, off by default, is the sibling value l^b (`sibling_value_weight`,
+`sibling_value_loss`): at the start step t, for *every* legal move a (not
+only the one self-play took), the model's one-step value of the move,
+r^1 + discount * v^1 of g(h(o_t), a), is regressed on the move's value one
+ply deep on the real game by the network's own value head,
+`reward + discount * sum_c p_c f(h(o'_c))` over the chance that follows
+(what `--player value` ranks the moves by), recorded by self-play with the
+parameters of that time (`Transition.sibling_q`, `lookahead.siblings`);
+the squared errors are averaged over the legal moves. Why: the learned
+model's values of the moves self-play rarely takes are the worst it has
+(1.7-2.7x the value head's error on the real successors, biased upwards;
+`planning.md`, E7), and those are the values a search compares at its
+root; the value head's own one-ply values of them are good (the value
+player beats the search). The term needs a game the value player can look
+ahead on (`registry.LOOKAHEAD`); it costs the lookahead in self-play (about
+`max_legal_actions * (1 + C)` calls of h and f per decision) and `S` more
+steps of g and f per sample.
 """
 
 from __future__ import annotations
@@ -71,7 +89,7 @@ import jax.numpy as jnp
 import optax
 
 from anakin_mz.core import lookahead, value_transform
-from anakin_mz.core.networks import Network
+from anakin_mz.core.networks import Network, scale_gradient
 from anakin_mz.core.replay import Batch, check_batch
 from anakin_mz.core.types import Params, UnrollOutput
 
@@ -93,6 +111,9 @@ class LossConfig:
     reconstruction_weight: multiplier of the reconstruction term (module
       doc; 0 skips it; > 0 needs `network.decoder`), read like the
       successor value's.
+    sibling_value_weight: multiplier of the sibling-value term (module doc;
+      0 skips it and its self-play lookahead), read like the successor
+      value's.
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
@@ -106,6 +127,7 @@ class LossConfig:
   successor_value_weight: float = 0.0
   consistency_weight: float = 0.0
   reconstruction_weight: float = 0.0
+  sibling_value_weight: float = 0.0
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
@@ -269,6 +291,40 @@ def reconstruction_loss(
   return jnp.mean(first + jnp.sum(jnp.where(batch.policy_mask[:, 1:], later, 0.0), axis=-1))
 
 
+def sibling_value_loss(
+  params: Params, network: Network, batch: Batch, *, discount: float
+) -> chex.Array:
+  """The sibling-value term (module doc), averaged over each start's legal
+  moves and then over the batch: `[]`.
+
+  Args:
+    params: the network's parameters.
+    network: the learned model (h, g, f; the gradient into g is scaled by
+      `dynamics_grad_scale`, as in `Network.unroll`).
+    batch: with `sibling_action` `[N, S]` (-1: no move) and `sibling_q`
+      `[N, S]`, the root mover's view (`replay.sample` fills them where the
+      buffer keeps them).
+    discount: the per-transition discount of the targets.
+  """
+  if batch.sibling_q is None:
+    raise ValueError(
+      "loss.sibling_value_weight > 0 needs the batch's sibling_q (a replay "
+      "buffer built with example_transition(env, siblings=True)); this batch has none"
+    )
+  n, slots = batch.sibling_q.shape
+  valid = batch.sibling_action >= 0
+  latent = network.represent(params, batch.observation)
+  latent = scale_gradient(latent, network.config.dynamics_grad_scale)
+  tiled = jnp.repeat(latent, slots, axis=0)  # [N * S, ...]
+  actions = jnp.maximum(batch.sibling_action, 0).reshape(n * slots)
+  child, reward_logits, _ = network.dynamics(params, tiled, actions)
+  value_logits = network.predict(params, child)[2]
+  q = network.to_scalar(reward_logits) + discount * network.to_scalar(value_logits)
+  err = jnp.where(valid, jnp.square(q.reshape(n, slots) - batch.sibling_q), 0.0)
+  per_start = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
+  return jnp.mean(per_start)
+
+
 def l2_norm_squared(params: Params) -> chex.Array:
   """Sum of squares of every "kernel" leaf of `params`."""
   leaves = jax.tree_util.tree_flatten_with_path(params)[0]
@@ -279,11 +335,18 @@ def l2_norm_squared(params: Params) -> chex.Array:
 
 
 def ndmz_loss(
-  params: Params, network: Network, batch: Batch, config: LossConfig = LossConfig()
+  params: Params,
+  network: Network,
+  batch: Batch,
+  config: LossConfig = LossConfig(),
+  *,
+  discount: float = 1.0,
 ) -> Tuple[chex.Array, Dict[str, chex.Array]]:
   """Eq. (1) on a batch. Returns (loss `[]`, metrics): the five terms (and
-  `successor_value`, `consistency` and `reconstruction` where their weights
-  are > 0), `l2` (the weighted penalty), `identity_accuracy` and `total`.
+  `successor_value`, `consistency`, `reconstruction` and `sibling_value`
+  where their weights are > 0), `l2` (the weighted penalty),
+  `identity_accuracy` and `total`. `discount` is the config's, read by the
+  sibling-value term.
 
   `batch` is a `replay.Batch` of N unrolls of K steps for `network`'s game:
   `observation` `[N, *obs]`, `actions` `[N, K]`, `target_policy`
@@ -309,6 +372,8 @@ def ndmz_loss(
     terms["reconstruction"] = reconstruction_loss(
       params, network, outputs.root_latent, outputs.latents, batch
     )
+  if config.sibling_value_weight > 0:
+    terms["sibling_value"] = sibling_value_loss(params, network, batch, discount=discount)
   l2 = config.l2 * l2_norm_squared(params)
   loss = (
     config.value_weight * terms["value"]
@@ -319,6 +384,7 @@ def ndmz_loss(
     + config.successor_value_weight * terms.get("successor_value", 0.0)
     + config.consistency_weight * terms.get("consistency", 0.0)
     + config.reconstruction_weight * terms.get("reconstruction", 0.0)
+    + config.sibling_value_weight * terms.get("sibling_value", 0.0)
     + l2
   )
   return loss, dict(terms, l2=l2, total=loss)

@@ -42,7 +42,7 @@ deterministic search both paths play the very same games
 from __future__ import annotations
 
 import functools
-from typing import Tuple
+from typing import Callable, Optional, Tuple
 
 import chex
 import jax
@@ -54,6 +54,11 @@ from anakin_mz.core.act import SearchFn, model_search
 from anakin_mz.core.replay import Transition
 from anakin_mz.core.search import SearchConfig, SearchOutput
 from anakin_mz.core.types import Model, Params, where_lanes
+
+# siblings(params, state [B]) -> (action int32 [B, S], q float32 [B, S]): the
+# legal moves of each lane and their values one ply deep on the real game
+# (`lookahead.siblings`), recorded for the sibling-value term.
+SiblingFn = Callable[[Params, envs.State], Tuple[chex.Array, chex.Array]]
 
 
 @chex.dataclass(frozen=True)
@@ -110,8 +115,11 @@ def _play(
   search: SearchOutput | None,
   *,
   env: envs.Env,
+  siblings: Optional[Tuple[chex.Array, chex.Array]] = None,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
   """One transition in the lanes where `act` and `live` `[B]` are True.
+  `siblings`: the lanes' `SiblingFn` output to record at decision steps
+  (None: the record has none).
 
   A lane at a chance node plays an outcome drawn with its own key; a lane at a
   decision node plays `move` `[B]` (the search's action). Lanes that finish
@@ -153,6 +161,12 @@ def _play(
     valid=counted,
     legal_action_mask=s.legal_action_mask,  # kept only by buffers that ask for it
   )
+  if siblings is not None:
+    sib_action, sib_q = siblings
+    record = record.replace(
+      sibling_action=jnp.where(decision[:, None], sib_action, -1).astype(jnp.int32),
+      sibling_q=jnp.where(decision[:, None], sib_q, 0.0),
+    )
   ret = actor.episode_return + nxt.rewards
   length = actor.episode_length + 1
   done = act & nxt.done
@@ -233,6 +247,7 @@ def rollout(
   search_at_chance: bool = False,
   lane0: chex.Numeric = 0,
   total_lanes: int | None = None,
+  siblings: Optional[SiblingFn] = None,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
   """Plays `num_steps` transitions in each lane (over time; see the module
   docstring).
@@ -249,6 +264,9 @@ def rollout(
       lane per search.
     lane0, total_lanes: `actor` holds lanes `lane0 ..` of `total_lanes` (a
       device's block; default: all of them), for the lanes' search keys.
+    siblings: a `SiblingFn` whose moves and values each decision step's
+      record keeps (`Transition.sibling_q`), or None (records without them).
+      Evaluated with `params`, beside the search.
 
   Returns:
     The new actor state, the `Transition` record `[I * (R + 1), B]` (R =
@@ -260,13 +278,16 @@ def rollout(
   run = 0 if search_at_chance else env.chance_run
   quota = num_steps - actor.surplus  # [B]
   no_move = jnp.zeros((num_envs,), jnp.int32)
+  slots = (num_envs, env.max_legal_actions)
+  # Chance steps record no sibling moves, in the same fields as decision steps.
+  no_sib = None if siblings is None else (jnp.full(slots, -1, jnp.int32), jnp.zeros(slots))
 
   def iteration(actor: ActorState, made: chex.Array, key: chex.PRNGKey):
     active = made < quota  # lanes still short of their quota play a whole iteration
     records, stats = [], []
     for _ in range(run):  # chance nodes, no search
       at_chance = actor.env_state.current_player == envs.CHANCE
-      actor, rec, st = _play(actor, at_chance, active, no_move, None, env=env)
+      actor, rec, st = _play(actor, at_chance, active, no_move, None, env=env, siblings=no_sib)
       records.append(rec)
       stats.append(st)
     out = lane_search(
@@ -282,7 +303,8 @@ def rollout(
       total_lanes=total_lanes,
     )
     everyone = jnp.ones((num_envs,), jnp.bool_)
-    actor, rec, st = _play(actor, everyone, active, out.action, out, env=env)
+    sib = None if siblings is None else siblings(params, actor.env_state)
+    actor, rec, st = _play(actor, everyone, active, out.action, out, env=env, siblings=sib)
     records.append(rec)
     stats.append(st)
     made = made + sum(r.valid.astype(jnp.int32) for r in records)

@@ -34,6 +34,15 @@ class Transition:
     legal_action_mask: bool `[A]`, the legal moves (decision steps), or None:
       kept only by a buffer built with `example_transition(env,
       legal_mask=True)` (reanalyse searches the stored positions again).
+    sibling_action: int32 `[S]`, the legal moves at a decision step in
+      `S = env.max_legal_actions` slots, -1 in an unused slot and at chance
+      steps; or None: kept only by a buffer built with
+      `example_transition(env, siblings=True)` (`loss.sibling_value_loss`).
+    sibling_q: float32 `[S]`, each slot's move valued one ply deep on the
+      real game by the value head, `reward + discount * V(successor)` with
+      the chance after it averaged exactly (`OnePlyPolicy.action_values`),
+      from `player`'s view; 0 where `sibling_action` is -1. None as
+      `sibling_action`.
   """
 
   observation: chex.Array
@@ -48,6 +57,8 @@ class Transition:
   truncated: chex.Array
   valid: chex.Array
   legal_action_mask: Optional[chex.Array] = None
+  sibling_action: Optional[chex.Array] = None
+  sibling_q: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -70,11 +81,15 @@ class BufferState:
     return self.data.player.shape[1]
 
 
-def example_transition(env: envs.Env, *, legal_mask: bool = False) -> Transition:
+def example_transition(
+  env: envs.Env, *, legal_mask: bool = False, siblings: bool = False
+) -> Transition:
   """An all-zero, unbatched `Transition` with `env`'s shapes and dtypes; with
-  `legal_mask` it holds the legal action mask too (else that field is None)."""
+  `legal_mask` it holds the legal action mask too, with `siblings` the
+  sibling moves and their values (else those fields are None)."""
   f32, i32 = jnp.float32, jnp.int32
   mask = jnp.zeros((env.num_actions,), jnp.bool_) if legal_mask else None
+  slots = (env.max_legal_actions,)
   return Transition(
     observation=jnp.zeros(env.observation_shape, f32),
     player=jnp.zeros((), i32),
@@ -88,6 +103,8 @@ def example_transition(env: envs.Env, *, legal_mask: bool = False) -> Transition
     truncated=jnp.zeros((), jnp.bool_),
     valid=jnp.zeros((), jnp.bool_),
     legal_action_mask=mask,
+    sibling_action=jnp.full(slots, -1, i32) if siblings else None,
+    sibling_q=jnp.zeros(slots, f32) if siblings else None,
   )
 
 
@@ -132,13 +149,19 @@ def add(buffer: BufferState, chunk: Transition, *, drop_invalid: bool = False) -
       so lane b advances by its own count `sum(chunk.valid[:, b])`; if that
       exceeds L only the newest L are kept.
 
-  The buffer decides what is kept: a chunk's `legal_action_mask` is dropped
-  by a buffer built without one.
+  The buffer decides what is kept: a chunk's `legal_action_mask` (or its
+  siblings) is dropped by a buffer built without one.
   """
   if buffer.data.legal_action_mask is None:
     chunk = chunk.replace(legal_action_mask=None)
   elif chunk.legal_action_mask is None:
     raise ValueError("the buffer keeps legal action masks, the chunk has none")
+  if buffer.data.sibling_q is None:
+    chunk = chunk.replace(sibling_action=None, sibling_q=None)
+  elif chunk.sibling_q is None:
+    raise ValueError(
+      "the buffer keeps sibling values (loss.sibling_value_weight), the chunk has none"
+    )
   cap = buffer.capacity
   t = chunk.player.shape[0]
   if chunk.player.shape[1:] != (buffer.num_lanes,):

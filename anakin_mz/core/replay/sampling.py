@@ -34,6 +34,11 @@ class Batch:
       (`policy_mask[:, 1:]`: its mover's view, what h is trained on), zeros
       elsewhere; or None (a batch built by hand without it). Read by the
       successor-value term (`loss.successor_value_loss`).
+    sibling_action: int32 `[N, S]`, the legal moves at the start step in
+      `S` slots (-1: none), and sibling_q `[N, S]` their real one-ply values
+      from the start mover's view (`Transition.sibling_q`); or None, where
+      the buffer keeps none. Read by the sibling-value term
+      (`loss.sibling_value_loss`).
   """
 
   observation: chex.Array
@@ -46,6 +51,8 @@ class Batch:
   chance_mask: chex.Array
   target_identity: chex.Array
   successor_observation: Optional[chex.Array] = None
+  sibling_action: Optional[chex.Array] = None
+  sibling_q: Optional[chex.Array] = None
 
 
 def check_batch(
@@ -80,6 +87,14 @@ def check_batch(
       batch.successor_observation,
       (n, k) + batch.observation.shape[1:],
       custom_message="Batch.successor_observation vs [N, K] + observation's",
+    )
+  if (batch.sibling_action is None) != (batch.sibling_q is None):
+    raise ValueError("Batch.sibling_action and Batch.sibling_q come together (both or neither)")
+  if batch.sibling_q is not None:
+    chex.assert_rank(batch.sibling_q, 2, custom_message="Batch.sibling_q must be [N, S]")
+    chex.assert_shape(batch.sibling_q, (n, None), custom_message="Batch.sibling_q [N, S]")
+    chex.assert_equal_shape(
+      [batch.sibling_action, batch.sibling_q], custom_message="Batch.sibling_action vs sibling_q"
     )
 
 
@@ -361,6 +376,10 @@ def _targets(
     ),
     successor_observation=jnp.where(obs_mask, successor_obs, 0.0),
   )
+  if data.sibling_q is not None:
+    batch = batch.replace(
+      sibling_action=data.sibling_action[start, lane], sibling_q=data.sibling_q[start, lane]
+    )
   check_batch(
     batch,
     observation_shape=data.observation.shape[2:],

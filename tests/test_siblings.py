@@ -1,0 +1,181 @@
+"""The sibling-value term (`loss.sibling_value_weight`): self-play records
+every legal move's value one ply deep on the real game (`lookahead.siblings`),
+the replay hands them to the loss, and the loss regresses the learned
+model's one-step values of those moves on them; exact numbers on a tiny
+model, the masks, and the errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import tiny
+from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.core import lookahead, replay
+from anakin_mz.core.loss import LossConfig, ndmz_loss, sibling_value_loss
+from anakin_mz.core.networks import Network, NetworkConfig
+
+
+def _nannon():
+  return envs.make("nannon", points=6, checkers=3, die_sides=6)
+
+
+def _network(env):
+  return Network(env, NetworkConfig(hidden=(8,), latent_dim=4))
+
+
+def _states(env, n, key):
+  """`n` states of random play, some at chance nodes, some at decisions."""
+  policy = envs.random_policy
+  states = []
+  state = jax.vmap(env.init)(jax.random.split(key, 4))
+  for i in range(n):
+    key, k1, k2, k3 = jax.random.split(key, 4)
+    states.append(state)
+    move = jax.vmap(policy)(state, jax.random.split(k1, 4))
+    chance = jax.vmap(envs.chance_outcome)(state, jax.random.split(k2, 4))
+    action = jnp.where(state.current_player == envs.CHANCE, chance, move)
+    nxt = jax.vmap(env.step)(state, action)
+    state = jax.tree.map(
+      lambda a, b: jnp.where(nxt.done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+      jax.vmap(env.init)(jax.random.split(k3, 4)),
+      nxt,
+    )
+  return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
+
+
+def test_siblings_are_the_value_players_move_values_at_the_legal_moves():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(1))
+  policy = lookahead.expectimax_policy(env, lambda o: net.root(params, o).value, discount=1.0)
+  state = _states(env, 6, jax.random.PRNGKey(2))
+  action, q = jax.jit(lookahead.siblings, static_argnums=0)(policy, state)
+  values = np.asarray(jax.jit(policy.action_values)(state))
+  legal = np.asarray(state.legal_action_mask)
+  player = np.asarray(state.current_player)
+  action, q = np.asarray(action), np.asarray(q)
+  assert action.shape == (24, env.max_legal_actions)
+  assert (player == envs.CHANCE).any() and (player >= 0).any()
+  for b in range(24):
+    moves = np.flatnonzero(legal[b]) if player[b] >= 0 else np.array([], int)
+    k = len(moves)
+    np.testing.assert_array_equal(action[b, :k], moves)
+    assert (action[b, k:] == -1).all() and (q[b, k:] == 0).all()
+    np.testing.assert_allclose(q[b, :k], values[b, moves], rtol=1e-6)
+
+
+def _sibling_batch(env, n=3):
+  """A hand-built batch of `n` starts with sibling moves, the last slot of
+  the first start and all of the last start's unused (-1)."""
+  s = env.max_legal_actions
+  obs = jax.random.normal(jax.random.PRNGKey(3), (n,) + env.observation_shape)
+  action = np.full((n, s), -1, np.int32)
+  action[0, : s - 1] = [0, 2][: s - 1]
+  action[1, :] = np.arange(s)
+  q = np.where(action >= 0, np.linspace(-0.9, 0.8, n * s).reshape(n, s), 0.0)
+  k = 1
+  a, c = env.num_actions, env.num_chance_outcomes
+  return replay.Batch(
+    observation=obs,
+    actions=jnp.zeros((n, k), jnp.int32),
+    target_value=jnp.zeros((n, k + 1)),
+    target_reward=jnp.zeros((n, k)),
+    target_policy=jnp.zeros((n, k + 1, a)),
+    policy_mask=jnp.zeros((n, k + 1), bool),
+    target_chance=jnp.zeros((n, k + 1, c)),
+    chance_mask=jnp.zeros((n, k + 1), bool),
+    target_identity=jnp.zeros((n, k), jnp.int32),
+    sibling_action=jnp.asarray(action),
+    sibling_q=jnp.asarray(q, jnp.float32),
+  )
+
+
+def test_sibling_loss_is_the_mean_squared_error_of_the_models_one_step_values():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(4))
+  batch = _sibling_batch(env)
+  discount = 0.9
+  got = float(
+    jax.jit(sibling_value_loss, static_argnums=1, static_argnames="discount")(
+      params, net, batch, discount=discount
+    )
+  )
+  # The reference: the search's own inference, one move at a time.
+  root = net.root(params, batch.observation)
+  per_start = []
+  for b in range(batch.sibling_q.shape[0]):
+    errs = []
+    for slot, a in enumerate(np.asarray(batch.sibling_action[b])):
+      if a < 0:
+        continue
+      out = net.recurrent(params, None, jnp.array([a]), root.embedding[b : b + 1])
+      q = float(out.reward[0]) + discount * float(out.value[0])
+      errs.append((q - float(batch.sibling_q[b, slot])) ** 2)
+    per_start.append(np.mean(errs) if errs else 0.0)
+  np.testing.assert_allclose(got, np.mean(per_start), rtol=1e-5)
+  assert per_start[-1] == 0.0 and got > 0
+
+
+def test_sibling_loss_trains_g_and_f_and_is_weighted_into_the_total():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(5))
+  batch = _sibling_batch(env)
+  grads = jax.grad(lambda p: sibling_value_loss(p, net, batch, discount=1.0))(params)
+  norm = lambda tree: sum(float(jnp.sum(jnp.square(x))) for x in jax.tree.leaves(tree))
+  assert norm(grads["g"]) > 0 and norm(grads["f"]) > 0 and norm(grads["h"]) > 0
+  # Ignored slots do not matter: changing their targets changes nothing.
+  moved = batch.replace(sibling_q=jnp.where(batch.sibling_action >= 0, batch.sibling_q, 5.0))
+  assert float(sibling_value_loss(params, net, moved, discount=1.0)) == pytest.approx(
+    float(sibling_value_loss(params, net, batch, discount=1.0))
+  )
+  off, off_terms = ndmz_loss(params, net, batch, LossConfig())
+  on, on_terms = ndmz_loss(params, net, batch, LossConfig(sibling_value_weight=2.0), discount=1.0)
+  assert "sibling_value" not in off_terms
+  np.testing.assert_allclose(
+    float(on) - float(off), 2.0 * float(on_terms["sibling_value"]), rtol=1e-5
+  )
+
+
+def test_a_batch_without_siblings_is_refused_by_name():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(6))
+  batch = _sibling_batch(env).replace(sibling_action=None, sibling_q=None)
+  with pytest.raises(ValueError, match="sibling_q"):
+    ndmz_loss(params, net, batch, LossConfig(sibling_value_weight=1.0))
+
+
+def test_the_learner_records_siblings_and_trains_on_them():
+  cfg = tiny.tiny_config(
+    "nannon", "train.checkpoint_every=0", "train.total_updates=4", "loss.sibling_value_weight=1.0"
+  )
+  learner = Learner(cfg)
+  state = learner.init(jax.random.PRNGKey(0))
+  state, metrics = learner.jit_step(state)
+  data = jax.device_get(state.buffer.data)
+  decision = data.valid & (data.player >= 0)
+  chance = data.valid & (data.player == envs.CHANCE)
+  assert decision.any() and chance.any()
+  assert (data.sibling_action[chance] == -1).all() and (data.sibling_q[chance] == 0).all()
+  assert (data.sibling_action[decision][:, 0] >= 0).all()  # every decision has a legal move
+  # A decision's taken move is among its recorded siblings, valued (the
+  # initial params give nonzero values).
+  taken = data.action[decision]
+  assert (data.sibling_action[decision] == taken[:, None]).any(-1).all()
+  assert np.abs(data.sibling_q[decision]).max() > 0
+  assert np.isfinite(float(jax.device_get(metrics.terms["sibling_value"])))
+  # Off (weight 0): the buffer keeps no siblings.
+  plain = Learner(tiny.tiny_config("nannon", "train.checkpoint_every=0")).init(
+    jax.random.PRNGKey(0)
+  )
+  assert plain.buffer.data.sibling_q is None
+
+
+def test_a_game_the_value_player_cannot_look_ahead_on_is_refused():
+  cfg = tiny.tiny_config("minatar-breakout", "loss.sibling_value_weight=1.0")
+  with pytest.raises(ValueError, match="sibling_value_weight.*minatar"):
+    Learner(cfg)
