@@ -2,6 +2,7 @@
 figures from hand-made rows; end to end (slow): two tiny NDMZ runs on Nannon
 6-3-6 trained in chunks, scored exactly, resumed."""
 
+import dataclasses
 import json
 import os
 import types
@@ -659,7 +660,18 @@ def test_a_report_is_drawn_again_from_the_records_of_its_points(tmp_path):
   # the same run (`_run_of`), not a third.
   longer = {**spec, "budget": {**spec["budget"], "total": 1200.0}}
   recs.append(compare._record("/work/runs/p636/", s, row(120, 0.45), longer, config))
-  assert "--games=1200" in recs[-1].command and "--out=/work/runs/p636/" in recs[-1].command
+  out = records_lib.repo_path("/work/runs/p636/")  # as the record writes it: the root's
+  assert "--games=1200" in recs[-1].command and f"--out={out} " in recs[-1].command
+
+  # A point of before, its config's path absolute (the root's), is of the
+  # same run as those written after, relative.
+  def spelled(r, config):
+    return dataclasses.replace(r, command=r.command.replace("/c/paper.yaml", config))
+
+  relative = [spelled(r, "c/paper.yaml") for r in recs]
+  mixed = relative[:-1] + [spelled(recs[-1], os.path.join(records_lib.repo_root(), "c/paper.yaml"))]
+  assert list(compare.rows_from_records(relative, "p636")) == ["ndmz_s0", "ndmz_s0_run2"]
+  assert compare.rows_from_records(mixed, "p636") == compare.rows_from_records(relative, "p636")
   rows = compare.rows_from_records(recs, "p636")
   assert list(rows) == ["ndmz_s0", "ndmz_s0_run2"]
   want = [dict(row(0, 0.3), label="ndmz_s0", agent="ndmz", seed=0)]

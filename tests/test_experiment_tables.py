@@ -68,6 +68,10 @@ def test_every_record_in_git_reads_and_transcribed_rows_say_where_from():
   assert len(paths) > 20
   for path in paths:
     for r in records.read(path):
+      # Paths relative to the repository root: no record names the folders
+      # of the machine that ran it.
+      absolute = re.findall(r"(?<![^\s='\"])/\w[^\s'\"]*", r.command or "")
+      assert not absolute, (path, r.variant, absolute)
       if r.transcribed:
         assert r.origin.endswith(" at 9faa6f9"), (path, r.variant)
       else:
@@ -126,6 +130,37 @@ def test_records_round_trip_and_bad_lines_name_the_file_and_line(tmp_path):
       records.read(path)
   with pytest.raises(records.RecordError, match="cannot read records file"):
     records.read(str(tmp_path / "none.jsonl"))
+
+
+def test_records_write_paths_relative_to_the_repository_root(tmp_path):
+  """`new` and `imported` write a command's absolute paths relative to the
+  root (`../runs/x` beside it); relative paths and paths that share no
+  folder with the root stay; a record with absolute paths (written before)
+  still reads."""
+  root = str(tmp_path / "work" / "main")
+  command = (
+    f"anakin-mz train --config={root}/anakin_mz/configs/x.yaml --logdir {tmp_path}/work/runs/a/ "
+    "--seed=0 && anakin-mz evaluate --checkpoint=runs/b/checkpoints --json=/dev/null"
+  )
+  want = (
+    "anakin-mz train --config=anakin_mz/configs/x.yaml --logdir ../runs/a --seed=0 && "
+    "anakin-mz evaluate --checkpoint=runs/b/checkpoints --json=/dev/null"
+  )
+  assert records.repo_command(command, root) == want
+  assert records.repo_command(want, root) == want and records.repo_command(None, root) is None
+  assert records.repo_path(os.path.join(root, "docs"), root) == "docs"
+  # `new` writes them relative to this checkout's root, wherever it is.
+  here = records.repo_root()
+  assert here == tiny.ROOT
+  made = records.new("e", "v", 0, command=f"anakin-mz train --logdir={here}/runs/x")
+  assert made.command == "anakin-mz train --logdir=runs/x"
+  # A record of before, its paths absolute, reads; `imported` makes them relative.
+  path = str(tmp_path / "old.jsonl")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(_line(command=f"anakin-mz train --logdir={here}/runs/y") + "\n")
+  (old,) = records.read(path)
+  assert old.command == f"anakin-mz train --logdir={here}/runs/y"
+  assert records.imported(old, "e").command == "anakin-mz train --logdir=runs/y"
 
 
 def _defs(tmp_path, body: str, lines=()) -> str:

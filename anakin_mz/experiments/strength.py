@@ -230,7 +230,7 @@ def read_measure(result: Mapping[str, object], measure: str) -> Tuple[float, flo
 def train_command(bar: Bar, seed: int, logdir: str) -> str:
   """The `anakin-mz train` command line that trains this run."""
   env = config_lib.load(bar.config).env
-  config = os.path.relpath(bar.config) if os.path.isabs(bar.config) else bar.config
+  config = records_lib.repo_path(bar.config) if os.path.isabs(bar.config) else bar.config
   args = [
     "anakin-mz",
     "train",
