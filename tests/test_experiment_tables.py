@@ -245,6 +245,16 @@ def test_templates_format_figures_intervals_and_missing_cells(tmp_path):
       " columns: [{head: a, cell: '{budget.hours}'}]}]",
       r"column 'a', row 'v/0': template '\{budget.hours\}' fails: AttributeError",
     ),
+    (
+      "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e,"
+      " columns: [{head: a, cell: '{seed}', align: centre}]}]",
+      "align must be one of left, right, got 'centre'",
+    ),
+    (
+      "tables: [{name: t, title: T, doc: d, records: r.jsonl, experiment: e,"
+      ' columns: [{head: a, cell: "{seed}\\n{seed}"}]}]',  # YAML: a line break
+      "table 't': a cell holds a line break",
+    ),
   ],
 )
 def test_a_bad_definition_is_a_clear_error(tmp_path, body, message):

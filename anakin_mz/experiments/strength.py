@@ -365,6 +365,7 @@ def markdown(
   `missing` (bar, seed) runs are listed as not run."""
   lines = [header] if header else []
   head = ["bar", "seed", "opponent", "measure", "score", "95% interval", "bar to reach", "met"]
+  head += ["updates", "train wall-clock"]
   cells = [
     [
       r.bar.name,
@@ -380,7 +381,7 @@ def markdown(
     ]
     for r in rows
   ]
-  lines.append(tables.grid(head + ["updates", "train wall-clock"], cells))
+  lines.append(tables.grid(head, cells))
   if missing:
     lines += ["", "Not run yet: " + ", ".join(f"{b.name} seed {s}" for b, s in missing) + "."]
   lines += ["", "Commands (each run directory also holds `strength.json`):", ""]

@@ -70,6 +70,10 @@ _TABLE_KEYS = (
 )
 
 
+# A column's alignment (`Column.align`, `grid`'s `align`).
+ALIGNS = ("left", "right")
+
+
 class TableError(ValueError):
   """A bad table definition, or a template that fails on a record."""
 
@@ -138,8 +142,8 @@ def load(path: str) -> List[Table]:
         c = {"head": c}
       if not isinstance(c, Mapping) or "head" not in c or set(c) - {"head", "cell", "align"}:
         raise TableError(f"{where}: a column is a header or {{head, cell, align}}, got {c!r}")
-      if c.get("align", "left") not in ("left", "right"):
-        raise TableError(f"{where}: align must be left or right, got {c['align']!r}")
+      if c.get("align", "left") not in ALIGNS:
+        raise TableError(f"{where}: align must be one of {', '.join(ALIGNS)}, got {c['align']!r}")
       columns.append(Column(str(c["head"]), c.get("cell"), c.get("align", "left")))
     rows = item.get("rows", "runs")
     if rows not in ("runs", "variants"):
@@ -414,9 +418,6 @@ def _cell(table: Table, column: Column, index: int, ctx, keys: Sequence[str]) ->
       f"table {table.name!r}, column {column.head!r}, row {keys[0]!r}: template "
       f"{template!r} fails: {type(e).__name__}: {e}"
     ) from None
-
-
-ALIGNS = ("left", "right")
 
 
 def grid(heads: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] = ()) -> str:
