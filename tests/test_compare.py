@@ -2,6 +2,7 @@
 figures from hand-made rows; end to end (slow): two tiny NDMZ runs on Nannon
 6-3-6 trained in chunks, scored exactly, resumed."""
 
+import dataclasses
 import json
 import os
 import types
@@ -175,16 +176,17 @@ def test_markdown_tables_interpolate_at_equal_budget(tmp_path):
   }
   text = compare.markdown(rows, compare.Budget("env_steps", 2000, 1000), "t")
   lines = text.splitlines()
-  assert "| ndmz_s0 | ndmz | 0 | 10 | 1000 | 1.0 | 0.4000 | 0.7000 | 0.6000 |" in lines
+  row = ("ndmz_s0", "ndmz", "0", "10", "1000", "1.0", "0.4000", "0.7000", "0.6000")
+  assert row in tiny.cells(lines)
   # Equal env steps: a grid up to 1000 (the shorter run); at 400 ndmz is
   # 0.2 + 0.4 * 0.2 = 0.28 and alphazero 0.3 + 0.8 * 0.1 = 0.38.
   i = lines.index("greedy_vs_optimal at equal env steps:")
-  assert "| 400 | 0.2800 | 0.3800 |" in lines[i : i + 12]
-  assert "| 1000 | 0.4000 | 0.4333 |" in lines[i : i + 12]
+  assert ("400", "0.2800", "0.3800") in tiny.cells(lines[i : i + 12])
+  assert ("1000", "0.4000", "0.4333") in tiny.cells(lines[i : i + 12])
   # Equal wall-clock: up to 1 minute; at 0.6 min ndmz 0.32, alphazero 0.33.
   i = lines.index("greedy_vs_optimal at equal train minutes:")
-  assert "| 0.6 | 0.3200 | 0.3300 |" in lines[i : i + 12]
-  assert "| ndmz_s0 | 0.400 | 0.200 | 0.400 |" in lines  # dynamics at the end
+  assert ("0.6", "0.3200", "0.3300") in tiny.cells(lines[i : i + 12])
+  assert ("ndmz_s0", "0.400", "0.200", "0.400") in tiny.cells(lines)  # dynamics at the end
   paths = compare.write_report(str(tmp_path), rows, compare.Budget("env_steps", 2000, 1000))
   names = sorted(os.path.basename(p) for p in paths)
   assert names == ["compare.md", "figure2.png", "figure3_alphazero_s0.png", "figure3_ndmz_s0.png"]
@@ -250,7 +252,8 @@ def test_compare_end_to_end_trains_scores_exactly_and_resumes(tmp_path, monkeypa
       assert rs[-1][f"exact/greedy_vs_{opp}"] == pytest.approx(want, abs=1e-12)
     assert 0.0 <= rs[-1]["dynamics/top_move_k0"] <= 1.0
   assert os.path.exists(os.path.join(out, "figure2.png"))
-  assert "| ndmz_s0 | ndmz | 0 |" in open(os.path.join(out, "compare.md")).read()
+  report = tiny.cells(open(os.path.join(out, "compare.md")).read())
+  assert any(row[:3] == ("ndmz_s0", "ndmz", "0") for row in report)
 
   # Resume: nothing left to do, nothing changes.
   again = compare.compare(NANNON, TINY, runs, budget, out, eval_games=8, say=lambda s: None)
@@ -357,14 +360,14 @@ def test_a_games_budget_reports_each_round_with_its_interval(tmp_path):
   text = compare.markdown(rows, compare.Budget("games", 900, 600), "t")
   lines = text.splitlines()
   i = lines.index("search_vs_optimal by round (300 self-play games each):")
-  assert lines[i + 2 : i + 6] == [
-    "| round | ndmz_s0 |",
-    "| --- | --- |",
-    "| 0 | 0.100 [0.080, 0.120] |",
-    "| 2 | 0.400 [0.370, 0.430] |",
+  assert tiny.cells(lines[i + 2 : i + 6]) == [
+    ("round", "ndmz_s0"),
+    ("---", "---"),
+    ("0", "0.100 [0.080, 0.120]"),
+    ("2", "0.400 [0.370, 0.430]"),
   ]
   i = lines.index("greedy_vs_optimal by round (300 self-play games each):")
-  assert lines[i + 4 : i + 6] == ["| 0 | 0.3000 |", "| 2 | 0.4500 |"]
+  assert tiny.cells(lines[i + 4 : i + 6]) == [("0", "0.3000"), ("2", "0.4500")]
   paths = compare.write_report(str(tmp_path), rows, compare.Budget("games", 900, 600))
   assert "figure2.png" in {os.path.basename(p) for p in paths}
 
@@ -541,9 +544,9 @@ def test_the_search_exact_score_and_its_match_get_distinct_columns():
   }  # fmt: skip
   text = compare.markdown({"ndmz_s0": [row]}, compare.Budget("games", 900, 600), "t")
   lines = text.splitlines()
-  head = [c.strip() for c in lines[2].strip("|").split("|")]
-  assert head[6:] == ["greedy_vs_optimal", "exact/search_vs_optimal", "match/search_vs_optimal"]
-  assert lines[3 + 1].split(" | ")[6:] == ["0.3800", "0.3900", "0.4000 |"]
+  head, _, first = tiny.cells(lines[2:5])
+  assert head[6:] == ("greedy_vs_optimal", "exact/search_vs_optimal", "match/search_vs_optimal")
+  assert first[6:] == ("0.3800", "0.3900", "0.4000")
   assert "exact/search_vs_optimal by round (300 self-play games each):" in lines
   assert "match/search_vs_optimal by round (300 self-play games each):" in lines
 
@@ -659,7 +662,18 @@ def test_a_report_is_drawn_again_from_the_records_of_its_points(tmp_path):
   # the same run (`_run_of`), not a third.
   longer = {**spec, "budget": {**spec["budget"], "total": 1200.0}}
   recs.append(compare._record("/work/runs/p636/", s, row(120, 0.45), longer, config))
-  assert "--games=1200" in recs[-1].command and "--out=/work/runs/p636/" in recs[-1].command
+  out = records_lib.repo_path("/work/runs/p636/")  # as the record writes it: the root's
+  assert "--games=1200" in recs[-1].command and f"--out={out} " in recs[-1].command
+
+  # A point of before, its config's path absolute (the root's), is of the
+  # same run as those written after, relative.
+  def spelled(r, config):
+    return dataclasses.replace(r, command=r.command.replace("/c/paper.yaml", config))
+
+  relative = [spelled(r, "c/paper.yaml") for r in recs]
+  mixed = relative[:-1] + [spelled(recs[-1], os.path.join(records_lib.repo_root(), "c/paper.yaml"))]
+  assert list(compare.rows_from_records(relative, "p636")) == ["ndmz_s0", "ndmz_s0_run2"]
+  assert compare.rows_from_records(mixed, "p636") == compare.rows_from_records(relative, "p636")
   rows = compare.rows_from_records(recs, "p636")
   assert list(rows) == ["ndmz_s0", "ndmz_s0_run2"]
   want = [dict(row(0, 0.3), label="ndmz_s0", agent="ndmz", seed=0)]
@@ -689,7 +703,9 @@ def test_the_cli_draws_a_report_from_records_and_refuses_bad_input(tmp_path, mon
   records_lib.write(path, [compare._record("/x/p636", s, row, spec, config_lib.load(NANNON, TINY))])
   base = ["--from-records", path, "p636", "--out", str(tmp_path / "rep"), "--devices", "1"]
   assert compare_cli.main(base + ["--env", "nannon"]) == 0
-  assert "| ndmz_s0 |" in (tmp_path / "rep" / "compare.md").read_text()
+  assert any(
+    row[0] == "ndmz_s0" for row in tiny.cells((tmp_path / "rep" / "compare.md").read_text())
+  )
   assert compare_cli.main(base[:2] + ["p1256"] + base[3:] + ["--env", "nannon"]) == 2
   assert "error: no records of experiment 'p1256'; there: p636" in capsys.readouterr().err
   with pytest.raises(SystemExit) as e:

@@ -141,7 +141,8 @@ def test_a_variants_seeds_train_as_one_program_with_the_figures_of_one_after_ano
     assert a.seed == b.seed and a.figures == b.figures and a.overrides == b.overrides
     assert a.budget.updates == b.budget.updates == 4 and a.budget.env_steps == b.budget.env_steps
     assert a.note == "" and "one program with seeds 3 4" in b.note and b.budget.train_minutes > 0
-    study = os.path.join(str(tmp_path / "auto"), "pair", "base_seeds_3_4")
+    # (as the record writes it: relative to the repository root, `records.repo_path`)
+    study = records.repo_path(os.path.join(str(tmp_path / "auto"), "pair", "base_seeds_3_4"))
     assert f"--seeds 3 4 --logdir={study} " in b.command
     assert f"--checkpoint={study}/seed{b.seed}/checkpoints " in b.command
     one, other = (restore.load_agent(str(tmp_path / t / "pair" / f"base_s{a.seed}")) for t in got)

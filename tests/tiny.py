@@ -1,6 +1,7 @@
 """The tiny training config the tests share: every shipped config (anakin_mz/configs/),
-shrunk so that a training step compiles and runs in seconds on a CPU; and
-`run_script`, a tool of scripts/ run as a user runs it.
+shrunk so that a training step compiles and runs in seconds on a CPU;
+`run_script`, a tool of scripts/ run as a user runs it; and `cells`, the
+cells of a Markdown table as a reader sees them.
 
 Tests import it as `import tiny` (pytest puts tests/ on the path). Tests that
 use the same overrides compile the same programs, which the persistent XLA
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from anakin_mz import config as config_lib
 
@@ -72,3 +73,19 @@ def run_script(
     cwd=ROOT if cwd is None else cwd,
     env=None if env is None else dict(env),
   )
+
+
+def cells(text: Union[str, Sequence[str]]) -> List[Tuple[str, ...]]:
+  """Each Markdown table line of `text` (a string, or its lines) as its
+  cells, stripped (how wide `tabulate` pads a column is no matter); an
+  alignment line as "---" (left) or "---:" (right) per column."""
+  lines = text.splitlines() if isinstance(text, str) else text
+  out = []
+  for line in lines:
+    if not line.startswith("|"):
+      continue
+    row = tuple(c.strip() for c in line.strip()[1:-1].split("|"))
+    if all(c and set(c) <= {"-", ":"} for c in row):
+      row = tuple("---:" if c.endswith(":") else "---" for c in row)
+    out.append(row)
+  return out

@@ -116,11 +116,13 @@ def _run_of(command: Optional[str]) -> Optional[str]:
   with `--out` reduced to its last name. One `--out` holds one comparison
   (`compare` refuses other settings there), and a larger total only extends
   it; so a run resumed to a larger budget, or from another directory
-  (`runs/x` and `/work/runs/x`), is one run."""
+  (`runs/x` and `/work/runs/x`), is one run. Absolute paths are read as the
+  repository root's (`records.repo_command`): a record from before paths
+  were relative reads as one written after."""
   if command is None:
     return None
   words = []
-  for w in command.split():
+  for w in records_lib.repo_command(command).split():
     if w.startswith(_TOTALS):
       continue
     if w.startswith("--out="):

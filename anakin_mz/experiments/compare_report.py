@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import numpy as np
 
 from anakin_mz import config as config_lib
+from anakin_mz.experiments import tables
 
 if TYPE_CHECKING:
   from anakin_mz.experiments.compare import Budget
@@ -111,30 +112,30 @@ def markdown(
   lines = [f"## {title}", ""] if title else []
   names = column_names(keys)
   head = ["run", "agent", "seed", "updates", "env steps", "train min"] + [names[k] for k in keys]
-  lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+  last = []
   for label, rs in rows.items():
     if not rs:
       continue
     r = rs[-1]
     cells = [label, str(r["agent"]), str(r["seed"]), str(r["update_step"])]
     cells += [f"{r['env_steps']:.0f}", f"{r['train_s'] / 60:.1f}"]
-    cells += [f"{r[k]:.4f}" if k in r else "" for k in keys]
-    lines.append("| " + " | ".join(cells) + " |")
-  for x_key, name, fmt, grid in (
+    last.append(cells + [f"{r[k]:.4f}" if k in r else "" for k in keys])
+  lines.append(tables.grid(head, last))
+  for x_key, name, fmt, xs in (
     ("env_steps", "env steps", "{:.0f}", _grid(rows, "env_steps", 1.0)),
     ("train_s", "train minutes", "{:.1f}", _grid(rows, "train_s", 1 / 60)),
   ):
     for k in keys[:2]:  # the exact scores (the first two) at equal budget
       lines += ["", f"{names[k]} at equal {name}:", ""]
       labels = [label for label, rs in rows.items() if rs]
-      lines += ["| " + name + " | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
-      for x in grid:
-        cells = []
+      at = []
+      for x in xs:
+        cells = [fmt.format(x / 60 if x_key == "train_s" else x)]
         for label in labels:
           v = _interp(rows[label], x_key, k, x)
           cells.append("" if v is None else f"{v:.4f}")
-        shown = x / 60 if x_key == "train_s" else x
-        lines.append(f"| {fmt.format(shown)} | " + " | ".join(cells) + " |")
+        at.append(cells)
+      lines.append(tables.grid([name] + labels, at))
   if budget.unit == "games":
     lines += _by_round(rows, keys, ROUND_GAMES)
   flat = [(label, k, v) for k in keys for label, v in flat_lines(rows, k, reference).items()]
@@ -145,16 +146,12 @@ def markdown(
   if dyn:
     lines += ["", "dynamics tests at the last scored point (success rate by depth k):", ""]
     head = ["run"] + [_short(k) for k in dyn]
-    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for label, rs in rows.items():
-      if rs and any(k in rs[-1] for k in dyn):
-        lines.append(
-          "| "
-          + label
-          + " | "
-          + " | ".join(f"{rs[-1].get(k, float('nan')):.3f}" for k in dyn)
-          + " |"
-        )
+    cells = [
+      [label] + [f"{rs[-1].get(k, float('nan')):.3f}" for k in dyn]
+      for label, rs in rows.items()
+      if rs and any(k in rs[-1] for k in dyn)
+    ]
+    lines.append(tables.grid(head, cells))
   return "\n".join(lines) + "\n"
 
 
@@ -167,10 +164,10 @@ def _by_round(rows, keys: List[str], every: float) -> List[str]:
   lines: List[str] = []
   for k in keys:
     lines += ["", f"{names[k]} by round ({every:g} self-play games each):", ""]
-    lines += ["| round | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
     by = {label: {round(r.get("games", 0.0) / every): r for r in rows[label]} for label in labels}
+    at = []
     for n in sorted({n for b in by.values() for n in b}):
-      cells = []
+      cells = [str(n)]
       for label in labels:
         r = by[label].get(n)
         if r is None or k not in r:
@@ -179,7 +176,8 @@ def _by_round(rows, keys: List[str], every: float) -> List[str]:
           cells.append(f"{r[k]:.3f} [{r[k + '_low']:.3f}, {r[k + '_high']:.3f}]")
         else:
           cells.append(f"{r[k]:.4f}")
-      lines.append(f"| {n} | " + " | ".join(cells) + " |")
+      at.append(cells)
+    lines.append(tables.grid(["round"] + labels, at))
   return lines
 
 

@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import subprocess
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -292,6 +293,43 @@ def figures_of(result: Mapping[str, object]) -> Dict[str, Figure]:
   return out
 
 
+def repo_root() -> str:
+  """The folder records' paths are relative to: the checkout this package
+  was imported from (the folder of `anakin_mz/` and pyproject.toml),
+  whatever the working directory; the working directory where the package
+  is installed (no checkout)."""
+  here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  return here if os.path.exists(os.path.join(here, "pyproject.toml")) else os.getcwd()
+
+
+def repo_path(path: str, root: Optional[str] = None) -> str:
+  """`path` (absolute, or relative to the working directory) as a record
+  writes it: relative to `root` (default `repo_root`), `../runs/x` for a
+  folder beside it. A path that shares no folder with the root (`/tmp/x`
+  against `/work/main`) stays absolute: no relative spelling of it would
+  hold on another machine either."""
+  root = os.path.abspath(root or repo_root())
+  path = os.path.abspath(path)
+  if os.path.commonpath([root, path]) == os.sep:
+    return path
+  return os.path.relpath(path, root)
+
+
+# An absolute path in a command: a word, or the value of `--flag=`, that
+# starts with "/" (after a space, "=", a quote, or at the start).
+_ABSOLUTE = re.compile(r"(?<![^\s='\"])/[^\s'\";&|)]*")
+
+
+def repo_command(command: Optional[str], root: Optional[str] = None) -> Optional[str]:
+  """`command` with each absolute path in it written by `repo_path`
+  (relative to `root`, default `repo_root`); relative paths, which are the
+  root's already, stay as they are."""
+  if command is None:
+    return None
+  root = root or repo_root()
+  return _ABSOLUTE.sub(lambda m: repo_path(m.group(0), root), command)
+
+
 def _f(x) -> Optional[float]:
   return None if x is None else float(x)
 
@@ -352,12 +390,13 @@ def new(
   date: object = HERE,
 ) -> RunRecord:
   """A record of a run (`source` "run"); the device, commit and date are
-  this process's unless given (None: unknown)."""
+  this process's unless given (None: unknown). The command's absolute paths
+  are written relative to the repository root (`repo_command`)."""
   return RunRecord(
     experiment=experiment,
     variant=variant,
     seed=seed,
-    command=command,
+    command=repo_command(command),
     overrides=tuple(overrides),
     budget=budget,
     evaluation=dict(evaluation or {}),
@@ -386,7 +425,9 @@ def imported(
   where given (the name a table shows, where it ran when the process could
   not tell, how it was trained and scored), and with `round_games` the
   round it reached, `evaluation["round"]`: its games played over the games
-  of a round, to the nearest (the NDMZ paper's round is 300 games).
+  of a round, to the nearest (the NDMZ paper's round is 300 games). Its
+  command's absolute paths (a record written before paths were relative)
+  become relative to this checkout's root (`repo_command`).
 
   Raises:
     ValueError: `round_games` not > 0, or a record without its games played.
@@ -408,4 +449,5 @@ def imported(
     device=record.device if device is None else device,
     note=record.note if note is None else note,
     evaluation=evaluation,
+    command=repo_command(record.command),
   )

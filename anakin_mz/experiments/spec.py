@@ -290,7 +290,7 @@ def train_command(
   one that trains those seeds as one study (each under `<logdir>/seed<S>`)."""
   args = ["anakin-mz", "train", f"--env={spec.env}"]
   if spec.config is not None:
-    config = os.path.relpath(spec.config) if os.path.isabs(spec.config) else spec.config
+    config = records_lib.repo_path(spec.config) if os.path.isabs(spec.config) else spec.config
     args.append(f"--config={config}")
   if spec.minutes is not None:
     args.append(f"--minutes={spec.minutes:g}")

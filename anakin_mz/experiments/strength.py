@@ -30,6 +30,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from anakin_mz import config as config_lib
 from anakin_mz.eval import report
 from anakin_mz.experiments import records as records_lib
+from anakin_mz.experiments import tables
 
 # The project's bars, shipped with the package.
 BAR_FILE = config_lib.shipped_path("strength.yaml")
@@ -230,7 +231,7 @@ def read_measure(result: Mapping[str, object], measure: str) -> Tuple[float, flo
 def train_command(bar: Bar, seed: int, logdir: str) -> str:
   """The `anakin-mz train` command line that trains this run."""
   env = config_lib.load(bar.config).env
-  config = os.path.relpath(bar.config) if os.path.isabs(bar.config) else bar.config
+  config = records_lib.repo_path(bar.config) if os.path.isabs(bar.config) else bar.config
   args = [
     "anakin-mz",
     "train",
@@ -363,18 +364,24 @@ def markdown(
   """The results table, one row per bar and seed, then the commands; the
   `missing` (bar, seed) runs are listed as not run."""
   lines = [header] if header else []
-  lines += [
-    "| bar | seed | opponent | measure | score | 95% interval | bar to reach | met | "
-    "updates | train wall-clock |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  head = ["bar", "seed", "opponent", "measure", "score", "95% interval", "bar to reach", "met"]
+  head += ["updates", "train wall-clock"]
+  cells = [
+    [
+      r.bar.name,
+      str(r.seed),
+      r.bar.opponent or "(plays every seat)",
+      f"`{r.bar.measure}`",
+      f"{r.value:.3f}",
+      "exact" if r.exact else f"[{r.low:.3f}, {r.high:.3f}]",
+      f">= {r.bar.bar:g}",
+      "yes" if r.met else "**no**",
+      str(r.updates),
+      f"{r.wall_s / 60:.1f} min",
+    ]
+    for r in rows
   ]
-  for r in rows:
-    interval = "exact" if r.exact else f"[{r.low:.3f}, {r.high:.3f}]"
-    lines.append(
-      f"| {r.bar.name} | {r.seed} | {r.bar.opponent or '(plays every seat)'} | "
-      f"`{r.bar.measure}` | {r.value:.3f} | {interval} | >= {r.bar.bar:g} | "
-      f"{'yes' if r.met else '**no**'} | {r.updates} | {r.wall_s / 60:.1f} min |"
-    )
+  lines.append(tables.grid(head, cells))
   if missing:
     lines += ["", "Not run yet: " + ", ".join(f"{b.name} seed {s}" for b, s in missing) + "."]
   lines += ["", "Commands (each run directory also holds `strength.json`):", ""]

@@ -2,6 +2,9 @@
 data (`docs/results/tables.yaml`), each table is its own Markdown file
 (`docs/results/tables/<name>.md`), and `anakin-mz experiment tables` rebuilds
 them all (`--check`: fails where a file differs, so a hand edit fails CI).
+The cells are laid out by `tabulate` (`grid`: GitHub's pipe tables, each
+column padded to its widest cell), the one Markdown table drawer of the
+project; what goes into a cell is the definition's template, below.
 
 A definition names the records (files or globs under the results directory,
 and the `experiment` they belong to), which rows and in what order, and the
@@ -43,6 +46,7 @@ import glob
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import tabulate
 import yaml
 
 from anakin_mz.experiments import records as records_lib
@@ -64,6 +68,10 @@ _TABLE_KEYS = (
   "after",
   "intro",
 )
+
+
+# A column's alignment (`Column.align`, `grid`'s `align`).
+ALIGNS = ("left", "right")
 
 
 class TableError(ValueError):
@@ -134,8 +142,8 @@ def load(path: str) -> List[Table]:
         c = {"head": c}
       if not isinstance(c, Mapping) or "head" not in c or set(c) - {"head", "cell", "align"}:
         raise TableError(f"{where}: a column is a header or {{head, cell, align}}, got {c!r}")
-      if c.get("align", "left") not in ("left", "right"):
-        raise TableError(f"{where}: align must be left or right, got {c['align']!r}")
+      if c.get("align", "left") not in ALIGNS:
+        raise TableError(f"{where}: align must be one of {', '.join(ALIGNS)}, got {c['align']!r}")
       columns.append(Column(str(c["head"]), c.get("cell"), c.get("align", "left")))
     rows = item.get("rows", "runs")
     if rows not in ("runs", "variants"):
@@ -412,6 +420,35 @@ def _cell(table: Table, column: Column, index: int, ctx, keys: Sequence[str]) ->
     ) from None
 
 
+def grid(heads: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] = ()) -> str:
+  """A Markdown table (GitHub's pipe tables) of `rows` of text cells under
+  `heads`, drawn by `tabulate`: each column padded to its widest cell, left
+  aligned unless `align` (one of `ALIGNS` per column) says "right". No line
+  ends in a newline.
+
+  Raises:
+    ValueError: a row whose length is not the heads', an unknown alignment,
+      or a cell with a line break (a Markdown table row is one line).
+  """
+  align = tuple(align) or ("left",) * len(heads)
+  bad = [a for a in align if a not in ALIGNS]
+  if bad or len(align) != len(heads):
+    raise ValueError(f"align must give one of {', '.join(ALIGNS)} per column, got {align!r}")
+  for row in rows:
+    if len(row) != len(heads):
+      raise ValueError(f"a row of {len(row)} cells under {len(heads)} heads: {list(row)!r}")
+    broken = [c for c in row if "\n" in c]
+    if broken:
+      raise ValueError(f"a cell holds a line break: {broken[0]!r}")
+  return tabulate.tabulate(
+    [list(r) for r in rows],
+    headers=list(heads),
+    tablefmt="pipe",
+    colalign=align,
+    disable_numparse=True,
+  )
+
+
 def render(table: Table, found: Sequence[records_lib.RunRecord]) -> str:
   """The Markdown file of `table` from its records."""
   lines = [HEADER, "", f"# {table.title}", ""]
@@ -442,8 +479,7 @@ def render(table: Table, found: Sequence[records_lib.RunRecord]) -> str:
       )
   if table.intro:
     lines += ["", table.intro]
-  lines += ["", "| " + " | ".join(c.head for c in table.columns) + " |"]
-  lines.append("|" + "".join(" ---: |" if c.align == "right" else " --- |" for c in table.columns))
+  cells: List[List[str]] = []
   after: List[str] = []
   for shown, rs in ordered:
     label = table.labels.get(shown, "")
@@ -455,11 +491,15 @@ def render(table: Table, found: Sequence[records_lib.RunRecord]) -> str:
     else:
       contexts = [(_Run(r, shown, label), [f"{shown}/{r.seed}", shown]) for r in rs]
     for ctx, keys in contexts:
-      cells = [_cell(table, c, i, ctx, keys) for i, c in enumerate(table.columns)]
-      lines.append("|" + "".join(f" {c} |" if c else " |" for c in cells))
+      cells.append([_cell(table, c, i, ctx, keys) for i, c in enumerate(table.columns)])
       if table.after:
         each = Column("after", table.after["each"])
         after.append(_cell(table, each, -1, ctx, keys))
+  try:
+    text = grid([c.head for c in table.columns], cells, [c.align for c in table.columns])
+  except ValueError as e:
+    raise TableError(f"table {table.name!r}: {e}") from None
+  lines += ["", text]
   if table.after:
     head = str(table.after.get("head", "")).strip()
     lines += [""] + ([head, ""] if head else []) + after
