@@ -5,8 +5,8 @@ import-linter contracts in pyproject.toml hold it, `lint-imports`):
 
 * `cli/`: the `anakin-mz` command line; it imports the agents, which
   registers them;
-* `experiments/`: the experiment driver, comparisons, the strength bars,
-  profiling;
+* `experiments/`: the experiment driver (specs, with the strength bars as
+  their targets), comparisons, profiling;
 * `eval/` and `agents/`, side by side, neither importing the other:
   matches, opponents, reports, tournaments, the dynamics tests, the search
   tree, play, plots, the hidden-state map and the run loop's periodic

@@ -41,6 +41,15 @@ def test_the_removed_ppo_tool_names_train_agent_ppo(capsys):
   assert "ppo" not in cli.TOOLS
 
 
+def test_the_removed_strength_tool_names_the_bar_specs(capsys):
+  # One experiment driver: the bars are specs with a target.
+  assert cli.main(["strength", "--bars", "catch"]) == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and err.startswith("error: `anakin-mz strength` is gone"), err
+  assert "anakin-mz experiment run docs/results/experiments/strength_<game>.yaml" in err
+  assert "strength" not in cli.TOOLS
+
+
 @pytest.mark.parametrize("tool", ["evaluate", "play", "export"])
 @pytest.mark.parametrize("spelling", [["--agent", "greedy"], ["--agent=value"], ["--agent"]])
 def test_the_players_old_agent_option_is_refused_naming_player(tool, spelling, capsys):

@@ -11,7 +11,7 @@ from anakin_mz import config as config_lib
 from anakin_mz.config import files as config_files
 from anakin_mz.config import legacy
 
-# The shipped training configs (strength.yaml, the strength bars, is not one).
+# The shipped training configs.
 CONFIGS = [config_lib.shipped_path(f"{name}.yaml") for name in config_lib.shipped()]
 KIND_BASES = sorted(config_lib.shipped_path(base) for base in set(config_lib.KIND_BASES.values()))
 
@@ -55,7 +55,7 @@ def test_a_config_is_a_path_or_a_shipped_name(tmp_path, monkeypatch):
   assert os.path.isfile(path)
   assert config_lib.resolve("nannon_12_5_6") == config_lib.resolve("nannon_12_5_6.yaml") == path
   assert dict(config_lib.load("nannon_12_5_6").env_params)["points"] == 12
-  assert "nannon" in config_lib.shipped() and "strength" not in config_lib.shipped()
+  assert "nannon" in config_lib.shipped()
   mine = tmp_path / "mine.yaml"
   mine.write_text("env: {name: catch, params: {rows: 4}}\n")
   assert config_lib.resolve("mine.yaml") == "mine.yaml"  # a path wins

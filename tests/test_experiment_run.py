@@ -1,6 +1,7 @@
 """`anakin-mz experiment run`: a tiny Catch spec trains, evaluates and
-records each run, resumes without training again, evaluates a checkpoint
-with search overrides, and rejects bad specs clearly."""
+records each run, resumes without training again, reports against its
+target, evaluates again on request, evaluates a checkpoint with search
+overrides, and rejects bad specs clearly."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import tiny
 
 from anakin_mz.cli import experiment as cli
-from anakin_mz.experiments import records, spec as spec_lib
+from anakin_mz.experiments import records, spec as spec_lib, target
 from anakin_mz.runtime import restore
 
 # A fixed temperature span keeps total_updates out of the compiled step (as
@@ -36,8 +37,10 @@ def _tiny_spec(tmp_path) -> str:
     "name: tiny\nenv: catch\nconfig: catch\n"
     f"overrides: [{overrides}]\n"
     "seeds: [3]\nbudget: {minutes: 5, updates: 8}\n"
-    "evaluation: {games: 20, seed: 5, measure: score, target: -1}\n"
-    "variants:\n  base: []\n  other: {overrides: [search.num_simulations=2], seeds: [4]}\n",
+    "evaluation: {games: 20, seed: 5, measure: score}\n"
+    "target: {value: -1, source: the worst score}\n"
+    "variants:\n  base: []\n"
+    "  other: {overrides: [search.num_simulations=2], seeds: [4], note: fewer sims}\n",
   )
 
 
@@ -64,6 +67,7 @@ def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
   assert rec.evaluation["games"] == 20 and rec.evaluation["seed"] == 5
   score = rec.figures["score"]
   assert score.low <= score.value <= score.high and rec.evaluation["measure"] == "score"
+  assert rec.evaluation["target"] == -1.0 and rec.note == ""
   assert (
     rec.command.startswith("anakin-mz train --env=catch")
     and " && anakin-mz evaluate " in rec.command
@@ -79,6 +83,27 @@ def test_a_tiny_spec_trains_evaluates_records_and_resumes(tmp_path, capsys):
   # Run again: recorded, so skipped (nothing trains, nothing is appended).
   assert spec_lib.run(spec, runs, variants=["base"], progress=False, log=lambda _: None) == []
   assert len(records.read(recorded)) == 1
+  # The target's report, from the records alone: the run against the bar,
+  # the unrecorded one listed, the bar's source; --out writes it.
+  out = str(tmp_path / "report.md")
+  argv = ["run", path, "--runs", runs, "--report-only", "--out", out, "--devices", "1"]
+  assert cli.main(argv) == 0
+  printed = capsys.readouterr().out
+  (row,) = [r for r in tiny.cells(printed) if r[0] == "base"]
+  assert row[:4] == ("base", "3", "(plays every seat)", "`score`")
+  assert row[4] == f"{score.value:.3f}" and row[6:8] == (">= -1", "yes")
+  assert "Not run yet: other seed 4." in printed and "- base: the worst score" in printed
+  assert f"- base, seed 3: `{rec.command}`" in printed
+  with open(out, encoding="utf-8") as f:
+    assert f.read() == "# tiny: against the target\n\n" + printed.split(f"wrote {out}")[0][:-1]
+  assert len(records.read(recorded)) == 1  # nothing ran
+  # Evaluated again on request: the training is kept, the record replaced.
+  mtime = os.path.getmtime(os.path.join(logdir, "train.json"))
+  (re_,) = spec_lib.run(
+    spec, runs, variants=["base"], reevaluate=True, progress=False, log=lambda _: None
+  )
+  assert records.read(recorded) == [re_] and re_.figures == rec.figures
+  assert re_.budget == rec.budget and os.path.getmtime(os.path.join(logdir, "train.json")) == mtime
   # A finished training without its record is evaluated, not trained again.
   os.remove(recorded)
   mtime = os.path.getmtime(os.path.join(logdir, "train.json"))
@@ -204,6 +229,29 @@ def test_the_choice_of_one_program_or_one_after_another(tmp_path):
       "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {agent: greedy}\n",
       "evaluation: agent is now player",
     ),
+    (  # the value to reach is the spec's target, once
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {measure: score, target: 1}\n",
+      r"evaluation: target is now the spec's own key, target: \{value: V, source: TEXT\}",
+    ),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {measure: score}\ntarget: 1\n",
+      "target must be a mapping",
+    ),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {measure: score}\n"
+      "target: {value: high}\n",
+      "target: value must be a number",
+    ),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {measure: score}\n"
+      "target: {value: 1, bar: 2}\n",
+      r"target: unknown key\(s\) \['bar'\]; valid: value, source",
+    ),
+    ("name: a\nenv: catch\nvariants: {b: []}\ntarget: {value: 1}\n", "needs evaluation.measure"),
+    (
+      "name: a\nenv: catch\nvariants: {b: {overrides: [], about: x}}\n",
+      r"unknown key\(s\) \['about'\]; valid: overrides, seeds, note",
+    ),
   ],
 )
 def test_a_bad_spec_is_a_clear_error(tmp_path, body, message):
@@ -229,6 +277,10 @@ def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys
   assert "unknown variant(s) ['c']; the spec has b" in capsys.readouterr().err
   assert cli.main(["run", str(tmp_path / "none.yaml"), "--devices", "1"]) == 2
   assert "cannot read spec" in capsys.readouterr().err
+  assert cli.main(["run", path, "--runs", runs, "--report-only", "--devices", "1"]) == 2
+  assert "has no target: --report-only and --out report against a target" in (
+    capsys.readouterr().err
+  )
   with pytest.raises(SystemExit) as exit_:
     cli.main(["run", path, "--runs", runs, "--seeds-together", "maybe", "--devices", "1"])
   err = capsys.readouterr().err
@@ -242,9 +294,59 @@ def test_the_shipped_specs_load_and_their_configs_check():
   here = os.path.join(tiny.ROOT, "docs", "results", "experiments")
   names = sorted(os.listdir(here))
   assert "carchess_sweep.yaml" in names and "search_nannon.yaml" in names
+  bars = {}
   for name in names:
     spec = spec_lib.load(os.path.join(here, name))
     spec_lib.check(spec)
-    # A copy for another model is named after its model label (planning_*_s7).
-    model = spec.evaluation.get("model")
-    assert name[: -len(".yaml")] in (spec.name, f"{spec.name}_{model}"), name
+    # A copy for another model is named after its model label (planning_*_s7);
+    # a spec of one of several bars sharing a name, after its first variant.
+    model, first = spec.evaluation.get("model"), spec.variants[0].name
+    assert name[: -len(".yaml")] in (spec.name, f"{spec.name}_{model}", f"{spec.name}_{first}")
+    if spec.name == "strength":
+      assert spec.target is not None and spec.minutes is not None, name
+      for v in spec.variants:
+        assert v.name not in bars, (v.name, name, bars.get(v.name))  # one run directory each
+        bars[v.name] = name
+  # The bars: one spec per game's bar, its ablations its variants.
+  assert {"nannon", "nannon_12_5_6", "carchess", "einstein", "breakthrough", "catch"} <= set(bars)
+
+
+def test_the_report_reads_the_last_record_of_each_run_and_names_a_missing_figure():
+  def rec(variant, seed, value, **figures):
+    return records.new(
+      "e",
+      variant,
+      seed,
+      command=f"run {variant} {seed} {value}",
+      budget=records.Budget(updates=7, train_minutes=1.25),
+      evaluation={"opponent": "bot:1"},
+      figures={"wdl.win": records.Figure(value, value - 0.1, value + 0.1), **figures},
+      device=None,
+      commit=None,
+      date=None,
+    )
+
+  recs = [rec("a", 0, 0.4), rec("a", 0, 0.6), rec("b", 0, 0.5, score=records.Figure(2.0))]
+  bar = target.Target(0.55, "a bot")
+  rows, missing = target.rows(recs, "e", [("a", 0), ("b", 0), ("a", 1)], "wdl.win", bar)
+  assert [(r.variant, r.figure.value, r.met) for r in rows] == [("a", 0.6, True), ("b", 0.5, False)]
+  assert missing == [("a", 1)] and target.rows(recs, "x", [("a", 0)], "wdl.win", bar)[0] == []
+  cells = tiny.cells(target.markdown(rows, missing=missing, sources={"a": "a bot"}))
+  assert cells[-1] == (
+    "b",
+    "0",
+    "bot:1",
+    "`wdl.win`",
+    "0.500",
+    "[0.400, 0.600]",
+    ">= 0.55",
+    "**no**",
+    "7",
+    "1.2 min",
+  )
+  rows, _ = target.rows(recs, "e", [("b", 0)], "score", bar)
+  assert tiny.cells(target.markdown(rows))[-1][4:6] == ("2.000", "exact")
+  with pytest.raises(
+    ValueError, match="the record of a seed 0 has no figure 'score'; it has wdl.win"
+  ):
+    target.rows(recs, "e", [("a", 0)], "score", bar)

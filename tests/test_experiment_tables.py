@@ -276,16 +276,9 @@ def test_a_record_missing_a_field_stops_the_tables_command(tmp_path, capsys):
   assert "cannot read table definitions" in capsys.readouterr().err
 
 
-def test_strength_and_compare_write_records_that_read_back(tmp_path):
-  from anakin_mz.experiments import compare, strength
+def test_compare_writes_records_that_read_back(tmp_path):
+  from anakin_mz.experiments import compare
 
-  bar = next(b for b in strength.load_bars() if b.name == "einstein")
-  with open(os.path.join(RESULTS, "strength_runs", "nannon_k5", "seed1", "strength.json")) as f:
-    raw = json.load(f)
-  r = strength.to_record(bar, 1, raw)
-  assert (r.experiment, r.variant, r.seed, r.source) == ("strength", "einstein", 1, "run")
-  assert r.budget.updates == 56000 and r.evaluation["opponent"] == "expectiminimax:2"
-  assert r.figures["exact.greedy_vs_optimal"].exact and r.device is None and r.date is None
   spec = {
     "config": "/c.yaml",
     "overrides": ["train.td_steps=3"],
@@ -300,9 +293,8 @@ def test_strength_and_compare_write_records_that_read_back(tmp_path):
   assert "--agents=ndmz:search.num_simulations=8 --seeds=1 --env-steps=200000" in c.command
   assert c.budget.train_minutes == 0.5 and c.figures["exact/greedy_vs_optimal"].value == 0.4
   path = str(tmp_path / "r.jsonl")
-  records.append(path, r)
   records.append(path, c)
-  assert records.read(path) == [r, c]
+  assert records.read(path) == [c]
 
 
 def test_import_puts_run_records_under_a_table_once(tmp_path, capsys):
@@ -351,7 +343,7 @@ def test_import_puts_run_records_under_a_table_once(tmp_path, capsys):
 
 
 def test_a_record_names_the_commit_of_the_code_that_ran_not_of_the_cwd(tmp_path, monkeypatch):
-  """The strength, experiment and compare tools record the commit of the
+  """The experiment and compare tools record the commit of the
   checkout the package runs from, wherever the command is started."""
   here = records.git_commit(tiny.ROOT)
   if here is None:

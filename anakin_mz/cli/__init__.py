@@ -36,7 +36,6 @@ TOOLS: Dict[str, str] = {
   "value-error": "value_error",
   "tournament": "tournament",
   "compare": "compare",
-  "strength": "strength",
   "experiment": "experiment",
   "plot": "plot",
   "carchess-baselines": "carchess_baselines",
@@ -47,6 +46,9 @@ REMOVED: Dict[str, str] = {
   "ppo": "PPO trains through `anakin-mz train --agent=ppo` and the config library "
   "(PureJaxRL's MinAtar settings: `anakin-mz train --env minatar-breakout --config "
   "ppo/minatar-breakout`)",
+  "strength": "the bars are experiment specs with a target, run by `anakin-mz experiment "
+  "run docs/results/experiments/strength_<game>.yaml [--variants BAR] [--seeds S]` "
+  "(`--report-only`, `--reevaluate` and `--out` as before; docs/experiments.md)",
 }
 
 

@@ -3,6 +3,7 @@
     anakin-mz experiment run docs/results/experiments/carchess_sweep.yaml
     anakin-mz experiment run SPEC --variants base,td10 --seeds 0 1 --runs runs
     anakin-mz experiment run SPEC --dry-run        # the commands, nothing run
+    anakin-mz experiment run docs/results/experiments/strength_nannon.yaml --report-only
     anakin-mz experiment tables                    # docs/results/tables/*.md from the records
     anakin-mz experiment tables --check            # exit 1 where a table file differs
     anakin-mz experiment curve RUN --experiment minatar_10m --variant "Breakout MuZero" \
@@ -19,7 +20,11 @@ record is skipped, so the same command resumes. Two processes on disjoint
 A variant's seeds still to train run as one program (`anakin-mz train
 --seeds`) where the budget is updates alone and the memory fits, else one
 after another; one line says which and why (`--seeds-together yes|no`
-forces it; yes shares a minutes budget among the seeds).
+forces it; yes shares a minutes budget among the seeds). A spec with a
+`target` (a bar) ends with its report: each run's figure against the bar,
+from the records (`--report-only`: the report alone, nothing run, the runs
+without a record listed as not run; `--out FILE` writes it there too);
+`--reevaluate` evaluates recorded runs again and replaces their records.
 
 `tables` rebuilds every table of docs/results/tables.yaml from the run
 records in git into docs/results/tables/<name>.md (run it from the
@@ -61,6 +66,15 @@ def main(argv=None, prog=None) -> int:
     help="train a variant's seeds as one program: auto (default: where the budget has no "
     "minutes and the memory fits), yes (wherever the agent can), no (one after another)",
   )
+  run_p.add_argument(
+    "--reevaluate", action="store_true", help="evaluate recorded runs again, replacing records"
+  )
+  run_p.add_argument(
+    "--report-only",
+    action="store_true",
+    help="run nothing: the target's report of the recorded runs, the others listed as not run",
+  )
+  run_p.add_argument("--out", default=None, help="write the target's report here too (Markdown)")
   tab_p = sub.add_parser("tables", help="rebuild the results tables from the run records")
   tab_p.add_argument(
     "--defs", default=os.path.join("docs", "results", "tables.yaml"), help="table definitions"
@@ -209,6 +223,10 @@ def _run(parser, args) -> int:
     parser.error(str(e))
   if args.seeds is not None and any(s < 0 for s in args.seeds):
     parser.error("--seeds must be >= 0")
+  if args.out:
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+      parser.error(f"cannot write --out {args.out!r}: {parent!r} is not a writable directory")
   from anakin_mz.experiments import spec as spec_lib
   from anakin_mz.runtime import run
 
@@ -216,7 +234,14 @@ def _run(parser, args) -> int:
     spec = spec_lib.load(args.spec)
     variants = args.variants.split(",") if args.variants else None
     pairs = spec_lib.plan(spec, variants, args.seeds)
+    if (args.report_only or args.out) and spec.target is None:
+      raise ValueError(
+        f"spec {args.spec!r} has no target: --report-only and --out report against a "
+        "target (its other tables come from `anakin-mz experiment tables`)"
+      )
     spec_lib.check(spec)
+    if args.report_only:
+      return _report(spec, args, pairs)
     if args.dry_run:
       for v, s in pairs:
         logdir = spec_lib.run_dir(spec, args.runs, v, s)
@@ -241,12 +266,37 @@ def _run(parser, args) -> int:
       seeds=args.seeds,
       progress=not args.no_progress,
       together=args.seeds_together,
+      reevaluate=args.reevaluate,
     )
+    print(f"{len(new)} new record(s) of {len(pairs)} run(s)")
+    return _report(spec, args, pairs) if spec.target is not None else 0
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   except run.NonFiniteError as e:  # as train: the run kept its last good checkpoint
     print(f"error: {e}", file=sys.stderr)
     return 3
-  print(f"{len(new)} new record(s) of {len(pairs)} run(s)")
+
+
+def _report(spec, args, pairs) -> int:
+  """Prints (and writes to --out) the report of `pairs` against the spec's
+  target, from its records."""
+  from anakin_mz.experiments import spec as spec_lib
+  from anakin_mz.experiments import target
+
+  sources = {v.name: v.note or spec.target.source for v in spec.variants}
+  table = target.report(
+    args.records or spec_lib.records_path(spec, args.runs),
+    spec.name,
+    [(v.name, s) for v, s in pairs],
+    str(spec.evaluation["measure"]),
+    spec.target,
+    model=spec.evaluation.get("model"),
+    sources=sources,
+  )
+  print(table)
+  if args.out:
+    with open(args.out, "w", encoding="utf-8") as f:
+      f.write(f"# {spec.name}: against the target\n\n{table}")
+    print(f"wrote {args.out}")
   return 0

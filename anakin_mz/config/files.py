@@ -58,11 +58,6 @@ def _merge(base: Dict[str, object], over: Mapping[str, object]) -> Dict[str, obj
 # ------------------------------------------------------ where configs come from
 
 
-# A file of anakin_mz/configs/ that is not a training config.
-_NOT_CONFIGS = ("strength.yaml",)  # the bars of `anakin_mz.experiments.strength`
-_NOT_CONFIGS_NAMES = tuple(name[: -len(".yaml")] for name in _NOT_CONFIGS)
-
-
 def shipped_path(filename: str) -> str:
   """The path of `filename` in the package's `configs/` (package data; pip
   installs it as files, so the path can be opened)."""
@@ -85,7 +80,7 @@ def shipped() -> Tuple[str, ...]:
     names += [
       prefix + f.name[: -len(".yaml")]
       for f in folder.iterdir()
-      if f.is_file() and f.name.endswith(".yaml") and f.name not in _NOT_CONFIGS
+      if f.is_file() and f.name.endswith(".yaml")
     ]
   return tuple(sorted(names))
 
@@ -225,10 +220,9 @@ def _parent(parent: object, path: str) -> str:
   for candidate in (os.path.join(here, parent), os.path.join(here, name + ".yaml")):
     if os.path.isfile(candidate):
       return candidate
-  if name not in _NOT_CONFIGS_NAMES:
-    packaged = shipped_path(f"{name}.yaml")
-    if os.path.isfile(packaged):
-      return packaged
+  packaged = shipped_path(f"{name}.yaml")
+  if os.path.isfile(packaged):
+    return packaged
   kinds = ", ".join(k[: -len(".yaml")] for k in sorted(set(KIND_BASES.values())))
   raise ValueError(
     f"config file {path!r} extends {parent!r}, which is neither a YAML file beside it "

@@ -12,10 +12,12 @@ A spec is YAML:
     seeds: [0]                    # every variant's, unless it names its own
     budget: {minutes: 15, updates: 5000}
     evaluation: {games: 1000, seed: 5, opponent: null, measure: score}
+    target: {value: 61, source: "thesis MuZero"}   # optional: a bar (`target`)
     variants:
       base: []
       td10: [train.td_steps=10]
       rr4: {overrides: [train.replay_ratio=4, train.total_updates=10000], seeds: [0, 1]}
+      gumbel: {overrides: [search.root=gumbel], note: "what this variant is"}
 
 * budget: `minutes` caps each run's wall-clock (compilation included, as
   `anakin-mz train --minutes`); `updates` sets `train.total_updates` before
@@ -24,21 +26,26 @@ A spec is YAML:
   (omitted or null: the run's training seed), `opponent` (a bot spec; null:
   the game's default), `player` (search, greedy, value), `extra_policies`,
   and for the tables `measure` (the figure a table reads: score, wdl.win,
-  exact.greedy_vs_optimal, ...) and `target` (the value to reach), and
-  `model`, a label of the model a checkpoint spec evaluates: specs of one
-  `name` that evaluate several models keep apart by it (the run directory
+  exact.greedy_vs_optimal, ...) and `model`, a label of the model a
+  checkpoint spec evaluates: specs of one `name` that evaluate several
+  models keep apart by it (the run directory
   `<runs>/<name>/<model>/<variant>_s<seed>`, a record per model; a table
   pivots on `evaluation.model`).
+* target: the bar `evaluation.measure` must reach, `{value, source}`
+  (`anakin_mz.experiments.target`): each record's `evaluation.target`, and
+  the run ends with the report of the planned runs against it.
+* a variant's `note`: what it is; its records' note, and in the report.
 * `checkpoint: PATH-OR-NAME` instead of training: each variant evaluates
   that checkpoint with its `search.KEY=VALUE` overrides (no budget).
 * `records`: where the records go (default `<runs>/<name>/records.jsonl`).
 
 Each run is `<runs>/<name>/<variant>_s<seed>` (TensorBoard, checkpoints,
 `train.json` once training ended, `eval.json`). Resumable: a (variant, seed)
-with a record is skipped, a finished training is evaluated without training
-again, and a run directory with checkpoints but no `train.json` (an
-interrupted run) is an error: delete it to train again, since a resumed run
-would not have the budget's wall-clock.
+with a record is skipped (unless `reevaluate`: its finished training is
+evaluated again and its record replaced), a finished training is evaluated
+without training again, and a run directory with checkpoints but no
+`train.json` (an interrupted run) is an error: delete it to train again,
+since a resumed run would not have the budget's wall-clock.
 
 Seeds in one program (`together`, the CLI's `--seeds-together`; `choose`):
 where a variant has two or more seeds to train (no record, no `train.json`,
@@ -84,6 +91,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 from anakin_mz.experiments import records as records_lib
+from anakin_mz.experiments import target as target_lib
 
 _KEYS = (
   "name",
@@ -96,6 +104,7 @@ _KEYS = (
   "variants",
   "checkpoint",
   "records",
+  "target",
 )
 # `run`'s `together`: whether a variant's seeds train as one program.
 TOGETHER = ("auto", "yes", "no")
@@ -109,7 +118,6 @@ _EVAL_KEYS = (
   "player",
   "extra_policies",
   "measure",
-  "target",
   "model",
 )
 
@@ -119,6 +127,7 @@ class Variant:
   name: str
   overrides: Tuple[str, ...]
   seeds: Tuple[int, ...]
+  note: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +144,7 @@ class Spec:
   evaluation: Mapping[str, object] = dataclasses.field(default_factory=dict)
   checkpoint: Optional[str] = None
   records: Optional[str] = None
+  target: Optional[target_lib.Target] = None
   path: str = ""
 
 
@@ -170,19 +180,20 @@ def load(path: str) -> Spec:
     raise ValueError(f"spec {path!r}: variants must map names to override lists")
   for name, v in raw["variants"].items():
     where = f"spec {path!r}: variant {name!r}"
-    own_seeds = seeds
+    own_seeds, note = seeds, ""
     if isinstance(v, Mapping):
-      bad = sorted(set(v) - {"overrides", "seeds"})
+      bad = sorted(set(v) - {"overrides", "seeds", "note"})
       if bad:
-        raise ValueError(f"{where}: unknown key(s) {bad}; valid: overrides, seeds")
+        raise ValueError(f"{where}: unknown key(s) {bad}; valid: overrides, seeds, note")
       if "seeds" in v:
         own_seeds = _seeds(v["seeds"], f"{where}: seeds")
+      note = str(v.get("note") or "")
       v = v.get("overrides") or []
     if v is None:
       v = []
     if not isinstance(v, list) or not all(isinstance(o, str) and "=" in o for o in v):
       raise ValueError(f"{where}: overrides must be a list of KEY=VALUE, got {v!r}")
-    variants.append(Variant(str(name), tuple(v), own_seeds))
+    variants.append(Variant(str(name), tuple(v), own_seeds, note))
   budget = raw.get("budget") or {}
   if not isinstance(budget, Mapping) or set(budget) - {"minutes", "updates"}:
     raise ValueError(f"spec {path!r}: budget takes minutes and updates, got {budget!r}")
@@ -191,6 +202,11 @@ def load(path: str) -> Spec:
     raise ValueError(
       f"spec {path!r}: evaluation: agent is now player (search, greedy or value: who plays; "
       "`agent` names the learner, a config's)"
+    )
+  if "target" in evaluation:  # the value to reach is the spec's target, with its source
+    raise ValueError(
+      f"spec {path!r}: evaluation: target is now the spec's own key, "
+      "target: {value: V, source: TEXT} (the bar evaluation.measure must reach)"
     )
   bad = sorted(set(evaluation) - set(_EVAL_KEYS))
   if bad:
@@ -215,8 +231,11 @@ def load(path: str) -> Spec:
     evaluation=evaluation,
     checkpoint=relative(raw.get("checkpoint")),
     records=None if raw.get("records") is None else os.path.join(base, str(raw["records"])),
+    target=None if raw.get("target") is None else target_lib.parse(raw["target"], f"spec {path!r}"),
     path=path,
   )
+  if spec.target is not None and not evaluation.get("measure"):
+    raise ValueError(f"spec {path!r}: a target needs evaluation.measure, the figure to reach it")
   if spec.checkpoint is not None:
     if budget:
       raise ValueError(f"spec {path!r}: a checkpoint spec trains nothing: no budget")
@@ -449,15 +468,18 @@ def run(
   progress: bool = True,
   log: Callable[[str], None] = print,
   together: str = "auto",
+  reevaluate: bool = False,
 ) -> List[records_lib.RunRecord]:
   """Trains and evaluates each planned run that has no record yet, appending
   its record to `records` (default `records_path`). Returns the new records.
   A variant's seeds to train run as one program or one after another as
-  `together` (`TOGETHER`) and `choose` say (the module doc).
+  `together` (`TOGETHER`) and `choose` say (the module doc). With
+  `reevaluate`, a run with a record is evaluated again (its training is not
+  repeated) and its record replaced.
 
   Raises:
     ValueError: a bad override, an unknown variant, an interrupted run, a
-      bad `together`.
+      bad `together`, a recorded run to evaluate again without its training.
   """
   check_together(together)
   path = records or records_path(spec, runs)
@@ -487,21 +509,28 @@ def run(
       if one:
         _train_together(spec, runs, variant, fresh, progress, log)
     for _, seed in group:
-      record = _run_one(spec, runs, variant, seed, done, path, progress, log)
+      record = _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate)
       if record is not None:
         new.append(record)
   return new
 
 
-def _run_one(spec, runs, variant, seed, done, path, progress, log):
+def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=False):
   """Trains (unless trained) and evaluates one run and appends its record
-  (`run`); None where it has a record already."""
+  (`run`); None where it has a record already (unless `reevaluate`: then
+  its record is replaced)."""
   from anakin_mz.eval import report
 
-  if (variant.name, seed, spec.evaluation.get("model")) in done:
+  key = (variant.name, seed, spec.evaluation.get("model"))
+  logdir = run_dir(spec, runs, variant, seed)
+  if key in done and not reevaluate:
     log(f"[{variant.name} seed {seed}] recorded already in {path}: skipped")
     return None
-  logdir = run_dir(spec, runs, variant, seed)
+  if key in done and spec.checkpoint is None and not os.path.exists(f"{logdir}/train.json"):
+    raise ValueError(
+      f"{variant.name} seed {seed} is recorded, but {logdir!r} holds no finished training "
+      "(train.json) to evaluate again"
+    )
   os.makedirs(logdir, exist_ok=True)
   trained = _train(spec, variant, seed, logdir, progress, log)
   checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
@@ -537,9 +566,10 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log):
   evaluation = {
     **settings,
     "measure": spec.evaluation.get("measure"),
-    "target": spec.evaluation.get("target"),
+    "target": None if spec.target is None else spec.target.value,
     "step": result.get("step"),
   }
+  note = "; ".join(n for n in (variant.note, note) if n)
   record = records_lib.new(
     spec.name,
     variant.name,
@@ -558,7 +588,17 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log):
     # Where and when it trained; a checkpoint spec's: this evaluation's.
     **({k: trained.get(k) for k in ("device", "commit", "date")} if trained else {}),
   )
-  records_lib.append(path, record)
+  if key in done:  # evaluated again: the new record replaces the old
+    same = lambda r: (
+      (r.experiment, r.variant, r.seed, r.evaluation.get("model"))
+      == (
+        spec.name,
+        *key,
+      )
+    )
+    records_lib.write(path, [r for r in records_lib.read(path) if not same(r)] + [record])
+  else:
+    records_lib.append(path, record)
   log(f"[{variant.name} seed {seed}] recorded in {path}")
   return record
 
