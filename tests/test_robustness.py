@@ -25,8 +25,9 @@ TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 # One Anakin step makes round(2.0 * 4 * 4 / 8) = 4 updates.
 # A fixed temperature span keeps total_updates out of the compiled step, so
-# every test here shares one compilation (the XLA cache).
-TINY = list(tiny_lib.TINY) + ["train.temperature_decay_updates=100"]
+# every test here shares one compilation (the XLA cache), with test_anakin,
+# test_seeds and test_train_cli.
+TINY = list(tiny_lib.TINY) + [tiny_lib.FIXED_SPAN]
 UPDATES_PER_STEP = 4
 
 
