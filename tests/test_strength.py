@@ -15,7 +15,7 @@ from anakin_mz import config as config_lib
 from anakin_mz.experiments import strength
 
 # A fixed temperature span keeps total_updates out of the compiled step.
-TINY = tiny.TINY + ("train.temperature_decay_updates=100",)
+TINY = tiny.TINY + (tiny.FIXED_SPAN,)
 
 
 def _write(path, text):
