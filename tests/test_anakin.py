@@ -16,8 +16,16 @@ from anakin_mz.agents.replay_learner import Learner
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
+# The step each test here compiles is one another module compiles too, so
+# that the session's XLA cache (conftest.py) compiles it once: Nannon's as
+# test_registry, test_key_flavours, test_threefry and test_scaling build it
+# (tiny.TINY alone), Catch's as test_robustness, test_seeds and
+# test_train_cli do (tiny.FIXED_SPAN).
+_SHARED = {"catch": (tiny_lib.FIXED_SPAN,)}
+
+
 def tiny_config(name, extra=()):
-  return tiny_lib.tiny_config(name, "train.checkpoint_every=0", "train.total_updates=4", *extra)
+  return tiny_lib.tiny_config(name, "train.checkpoint_every=0", *_SHARED.get(name, ()), *extra)
 
 
 def _assert_trees_equal(a, b):

@@ -236,10 +236,14 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
   assert "search policy table" not in report.format_report(sub)
   # Asked for by name, the value player is scored whatever plays the match
   # (the paper's scoring: the search plays, the value head is scored beside).
-  searched = report.evaluate_checkpoint(nannon_ckpt, games=4, extra_policies=["value"])
-  assert searched["agent"] == "search"
-  assert searched["exact"]["value_vs_optimal"] == r["exact"]["value_vs_optimal"]
-  assert "greedy_vs_optimal" not in searched["exact"]
+  # Here the greedy head plays: the same branch, without compiling a match of
+  # the search (test_tiny_end_to_end_evaluation plays one on Nannon).
+  played = report.evaluate_checkpoint(
+    nannon_ckpt, games=4, agent_kind="greedy", extra_policies=["value"]
+  )
+  assert played["agent"] == "greedy"
+  assert played["exact"]["value_vs_optimal"] == r["exact"]["value_vs_optimal"]
+  assert "greedy_vs_optimal" not in played["exact"] and "search_vs_optimal" not in played["exact"]
   for bad, kind in ((["policy"], "value"), ([], "search")):
     with pytest.raises(ValueError, match="non-empty subset of greedy, search, value"):
       report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind=kind, extra_policies=bad)

@@ -21,7 +21,7 @@ from anakin_mz.runtime import restore
 # A fixed temperature span keeps total_updates out of the compiled step (as
 # tests/test_strength.py): with its 20 games, both tests compile the same
 # programs, which the persistent XLA cache shares.
-TINY = tiny.TINY + ("train.temperature_decay_updates=100",)
+TINY = tiny.TINY + (tiny.FIXED_SPAN,)
 
 
 def _spec(tmp_path, body: str, name: str = "spec.yaml") -> str:
@@ -140,7 +140,7 @@ def test_a_variants_seeds_train_as_one_program_with_the_figures_of_one_after_ano
   is the study's `--seeds` and its note says the wall-clock was shared. A
   minutes budget keeps them one after another. (tests/test_seeds.py's
   config: its single runs' and its study's steps, from the XLA cache.)"""
-  config = tiny.TINY + ("train.checkpoint_every=0", "train.total_updates=4")
+  config = tiny.TINY + ("train.checkpoint_every=0", tiny.FIXED_SPAN, "train.total_updates=4")
   overrides = ", ".join(f'"{o}"' for o in config)
   path = _spec(
     tmp_path,

@@ -25,8 +25,10 @@ from anakin_mz.eval import report
 def catch_run(tmp_path_factory):
   """A tiny Catch run with one checkpoint, and its exported model file."""
   logdir = tmp_path_factory.mktemp("catch")
+  # tiny.FIXED_SPAN: the Catch step test_anakin and test_robustness compile.
   cfg = config_lib.load(
-    tiny_lib.config_path("catch"), list(tiny_lib.TINY) + ["train.total_updates=4"]
+    tiny_lib.config_path("catch"),
+    list(tiny_lib.TINY) + [tiny_lib.FIXED_SPAN, "train.total_updates=4"],
   )
   result = run.train(cfg, logdir=str(logdir), progress=False)
   model = str(logdir / "catch.msgpack")

@@ -1,7 +1,7 @@
 """The README as a user reads it: its Python API block (load a config,
 train, restore, evaluate) runs as written, on the tiny config of tiny.py
-(every config the block loads gets `tiny.TINY` and a budget of 4 updates
-appended to its overrides), in a scratch directory; the README stays within
+(every config the block loads gets `tiny.TINY`, `tiny.FIXED_SPAN` and a
+budget of 4 updates appended to its overrides), in a scratch directory; the README stays within
 250 lines, and its results table gives each bar one short row (the details
 live behind the row's link, in docs/results)."""
 
@@ -34,7 +34,10 @@ def test_the_python_api_block_runs_as_written(tmp_path, monkeypatch, capsys):
   monkeypatch.setattr(
     anakin_mz,
     "load_config",
-    lambda config, overrides=(): load(config, [*overrides, *tiny.TINY, "train.total_updates=4"]),
+    # tiny.FIXED_SPAN: the Catch step test_anakin and test_robustness compile.
+    lambda config, overrides=(): load(
+      config, [*overrides, *tiny.TINY, tiny.FIXED_SPAN, "train.total_updates=4"]
+    ),
   )
   monkeypatch.chdir(tmp_path)
   exec(compile(block, README, "exec"), {"__name__": "readme"})

@@ -25,8 +25,9 @@ TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 # One Anakin step makes round(2.0 * 4 * 4 / 8) = 4 updates.
 # A fixed temperature span keeps total_updates out of the compiled step, so
-# every test here shares one compilation (the XLA cache).
-TINY = list(tiny_lib.TINY) + ["train.temperature_decay_updates=100"]
+# every test here shares one compilation (the XLA cache), with test_anakin,
+# test_seeds and test_train_cli.
+TINY = list(tiny_lib.TINY) + [tiny_lib.FIXED_SPAN]
 UPDATES_PER_STEP = 4
 
 
@@ -413,9 +414,11 @@ def _train_cmd(logdir, *extra):
   ]
 
 
-def _start_and_wait_for_checkpoint(logdir):
+def _start_and_wait_for_checkpoint(logdir, *extra, after=0):
+  """train.py started in `logdir` (with `extra` arguments), once it has
+  saved a checkpoint past update `after`."""
   proc = subprocess.Popen(
-    _train_cmd(logdir),
+    _train_cmd(logdir, *extra),
     cwd=ROOT,
     env=tiny_lib.cpu_env(),
     stdout=subprocess.PIPE,
@@ -423,7 +426,7 @@ def _start_and_wait_for_checkpoint(logdir):
     text=True,
   )
   deadline = time.time() + 240
-  while not ckpt.steps(os.path.join(logdir, "checkpoints")):
+  while ckpt.steps(os.path.join(logdir, "checkpoints"))[-1:] <= (after,):
     if proc.poll() is not None:
       raise AssertionError(f"run ended early: {proc.stdout.read()}")
     if time.time() > deadline:
@@ -448,19 +451,27 @@ def _resume(logdir, updates):
 @pytest.mark.parametrize(
   "how",
   # SIGINT takes SIGTERM's path (`_StopSignals`): -m slow.
-  ["SIGTERM", pytest.param("SIGINT", marks=pytest.mark.slow), "SIGKILL"],
+  ["SIGTERM", pytest.param("SIGINT", marks=pytest.mark.slow)],
 )
-def test_stop_then_resume_is_bit_identical(tmp_path, how):
+def test_kill_then_stop_then_resume_is_bit_identical(tmp_path, how):
+  """One chain of runs, in processes: kill -9 after a checkpoint; resumed,
+  the run is stopped by `how` after its next one (it saves and exits 0);
+  resumed again to 8 updates further. Its params are the uninterrupted
+  run's, so both the kill's resume and the stop's are exact. (Two tests
+  once, one per signal: the chain saves CI a process and a reference run.)"""
   logdir = str(tmp_path / "run")
   proc = _start_and_wait_for_checkpoint(logdir)
+  proc.send_signal(signal.SIGKILL)
+  proc.communicate(timeout=120)
+  assert proc.returncode == -signal.SIGKILL
+  killed_at = ckpt.steps(os.path.join(logdir, "checkpoints"))[-1]
+  proc = _start_and_wait_for_checkpoint(logdir, "--resume", after=killed_at)
   proc.send_signal(getattr(signal, how))
   output, _ = proc.communicate(timeout=120)
-  if how == "SIGKILL":
-    assert proc.returncode == -signal.SIGKILL
-  else:
-    assert proc.returncode == 0, output
-    assert f"stopped by {how}" in output and "Traceback" not in output, output
+  assert proc.returncode == 0, output
+  assert f"stopped by {how}" in output and "Traceback" not in output, output
   stopped_at = ckpt.steps(os.path.join(logdir, "checkpoints"))[-1]
+  assert stopped_at > killed_at
   target = stopped_at + 2 * UPDATES_PER_STEP
   _resume(logdir, target)
   resumed, meta = _params(os.path.join(logdir, "checkpoints"))
@@ -480,7 +491,7 @@ def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
   # the loss non-finite is given as `--updates 400 train.learning_rate=1e30
   # --logdir ...`; were it dropped or misparsed, the run would train its 400
   # updates and exit 0. (Options after the overrides, on a run that ends
-  # well: the resume in `test_stop_then_resume_is_bit_identical`. A test of
+  # well: the resumes in `test_kill_then_stop_then_resume_is_bit_identical`. A test of
   # its own cost CI about 18 s for one more subprocess.)
   out = subprocess.run(
     [

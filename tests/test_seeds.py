@@ -34,7 +34,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 pytestmark = pytest.mark.xdist_group("seeds")
 
 SEEDS = (0, 1)
-EXTRA = ("train.checkpoint_every=0", "train.total_updates=4")  # test_anakin's tiny_config
+# test_anakin's Catch step (and test_robustness's): one compilation.
+EXTRA = ("train.checkpoint_every=0", tiny.FIXED_SPAN, "train.total_updates=4")
 
 
 def _config(*extra):

@@ -88,6 +88,7 @@ def test_an_adapted_game_trains_from_its_kinds_config(tmp_path):
 def test_resume_if_present_starts_a_new_run_where_there_is_none(tmp_path):
   logdir = tmp_path / "run"
   common = ["--env=catch", f"--logdir={logdir}", "--no-progress", "--devices=1", *tiny.TINY]
+  common.append(tiny.FIXED_SPAN)  # the Catch step test_robustness compiles
   out = _run(*common, "--updates=4", "--resume-if-present")
   assert out.returncode == 0, out.stdout + out.stderr
   assert ckpt.steps(str(logdir / "checkpoints")) == (4,)
@@ -108,6 +109,7 @@ def test_evaluations_print_a_short_line_each_and_the_run_a_short_table(tmp_path)
   # line and a table, every metric in TensorBoard and --json.
   logdir, out_json = tmp_path / "run", tmp_path / "train.json"
   common = ["--env=catch", f"--logdir={logdir}", "--no-progress", "--devices=1", *tiny.TINY]
+  common.append(tiny.FIXED_SPAN)  # the Catch step test_robustness compiles
   out = _run(*common, "--updates=4", "train.eval_every=4", f"--json={out_json}")
   assert out.returncode == 0, out.stdout + out.stderr
   lines = out.stdout.splitlines()
