@@ -92,6 +92,13 @@ def _sibling_batch(env, n=3):
   )
 
 
+def _sibling_loss(params, net, batch, *, discount):
+  """The term on h's latent of the batch's observations, as `ndmz_loss`
+  hands it the unroll's."""
+  root = net.represent(params, batch.observation)
+  return sibling_value_loss(params, net, root, batch, discount=discount)
+
+
 def test_sibling_loss_is_the_mean_squared_error_of_the_models_one_step_values():
   env = _nannon()
   net = _network(env)
@@ -99,7 +106,7 @@ def test_sibling_loss_is_the_mean_squared_error_of_the_models_one_step_values():
   batch = _sibling_batch(env)
   discount = 0.9
   got = float(
-    jax.jit(sibling_value_loss, static_argnums=1, static_argnames="discount")(
+    jax.jit(_sibling_loss, static_argnums=1, static_argnames="discount")(
       params, net, batch, discount=discount
     )
   )
@@ -124,13 +131,13 @@ def test_sibling_loss_trains_g_and_f_and_is_weighted_into_the_total():
   net = _network(env)
   params = net.init(jax.random.PRNGKey(5))
   batch = _sibling_batch(env)
-  grads = jax.grad(lambda p: sibling_value_loss(p, net, batch, discount=1.0))(params)
+  grads = jax.grad(lambda p: _sibling_loss(p, net, batch, discount=1.0))(params)
   norm = lambda tree: sum(float(jnp.sum(jnp.square(x))) for x in jax.tree.leaves(tree))
   assert norm(grads["g"]) > 0 and norm(grads["f"]) > 0 and norm(grads["h"]) > 0
   # Ignored slots do not matter: changing their targets changes nothing.
   moved = batch.replace(sibling_q=jnp.where(batch.sibling_action >= 0, batch.sibling_q, 5.0))
-  assert float(sibling_value_loss(params, net, moved, discount=1.0)) == pytest.approx(
-    float(sibling_value_loss(params, net, batch, discount=1.0))
+  assert float(_sibling_loss(params, net, moved, discount=1.0)) == pytest.approx(
+    float(_sibling_loss(params, net, batch, discount=1.0))
   )
   off, off_terms = ndmz_loss(params, net, batch, LossConfig())
   on, on_terms = ndmz_loss(params, net, batch, LossConfig(sibling_value_weight=2.0), discount=1.0)

@@ -292,15 +292,17 @@ def reconstruction_loss(
 
 
 def sibling_value_loss(
-  params: Params, network: Network, batch: Batch, *, discount: float
+  params: Params, network: Network, root_latent: chex.Array, batch: Batch, *, discount: float
 ) -> chex.Array:
   """The sibling-value term (module doc), averaged over each start's legal
   moves and then over the batch: `[]`.
 
   Args:
     params: the network's parameters.
-    network: the learned model (h, g, f; the gradient into g is scaled by
+    network: the learned model (g, f; the gradient into g is scaled by
       `dynamics_grad_scale`, as in `Network.unroll`).
+    root_latent: `[N, *latent]`, h(o_t) (`UnrollOutput.root_latent`: the
+      unroll's own, not computed again).
     batch: with `sibling_action` `[N, S]` (-1: no move) and `sibling_q`
       `[N, S]`, the root mover's view (`replay.sample` fills them where the
       buffer keeps them).
@@ -312,9 +314,9 @@ def sibling_value_loss(
       "buffer built with example_transition(env, siblings=True)); this batch has none"
     )
   n, slots = batch.sibling_q.shape
+  chex.assert_shape(root_latent, (n, ...))
   valid = batch.sibling_action >= 0
-  latent = network.represent(params, batch.observation)
-  latent = scale_gradient(latent, network.config.dynamics_grad_scale)
+  latent = scale_gradient(root_latent, network.config.dynamics_grad_scale)
   tiled = jnp.repeat(latent, slots, axis=0)  # [N * S, ...]
   actions = jnp.maximum(batch.sibling_action, 0).reshape(n * slots)
   child, reward_logits, _ = network.dynamics(params, tiled, actions)
@@ -373,7 +375,9 @@ def ndmz_loss(
       params, network, outputs.root_latent, outputs.latents, batch
     )
   if config.sibling_value_weight > 0:
-    terms["sibling_value"] = sibling_value_loss(params, network, batch, discount=discount)
+    terms["sibling_value"] = sibling_value_loss(
+      params, network, outputs.root_latent, batch, discount=discount
+    )
   l2 = config.l2 * l2_norm_squared(params)
   loss = (
     config.value_weight * terms["value"]

@@ -91,8 +91,7 @@ def check_batch(
   if (batch.sibling_action is None) != (batch.sibling_q is None):
     raise ValueError("Batch.sibling_action and Batch.sibling_q come together (both or neither)")
   if batch.sibling_q is not None:
-    chex.assert_rank(batch.sibling_q, 2, custom_message="Batch.sibling_q must be [N, S]")
-    chex.assert_shape(batch.sibling_q, (n, None), custom_message="Batch.sibling_q [N, S]")
+    chex.assert_shape(batch.sibling_q, (n, None), custom_message="Batch.sibling_q must be [N, S]")
     chex.assert_equal_shape(
       [batch.sibling_action, batch.sibling_q], custom_message="Batch.sibling_action vs sibling_q"
     )
