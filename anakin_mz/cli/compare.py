@@ -11,9 +11,14 @@
     anakin-mz compare --from-records docs/results/records/paper.jsonl paper_636 \\
         --env nannon --config paper/nannon_636_ndmz --out runs/p636_report
 
+A comparison is a spec with a schedule (`anakin_mz.experiments.schedule`),
+named by --out's last name and run under its parent by the spec driver
+(`anakin-mz experiment run` of that spec): a variant per --agents entry
+(`agent=NAME` and its overrides), the budget and --every as its schedule.
 Each run (agent x seed) is an ordinary run directory `<out>/<agent>_s<seed>`
 (TensorBoard, checkpoints; `evaluate --checkpoint` and `plot` work on
-it). On the schedule (`--every`, and at the start) each run is scored: the
+it); each scored point a run record in `<out>/records.jsonl`. On the
+schedule (`--every`, and at the start) each run is scored: the
 game's exact evaluators on the greedy network policy (Nannon: exact win
 probability against the optimal and the random player), the greedy search
 agent against random in a match, and the paper's dynamics tests. With
@@ -33,8 +38,9 @@ is scored where it stopped, with no more training, by the same command
 with `--score-now` (its games are counted exactly, beside the checkpoint);
 the same command without it then goes on to the next point.
 `--from-records FILE EXPERIMENT` draws the report again from the scored
-points a comparison recorded (`records.jsonl` in each run directory, or a
-project records file), when its run directories are gone.
+points a comparison recorded (`<out>/records.jsonl`, before 2026-11-29 one
+in each run directory, or a project records file), when its run directories
+are gone.
 
 An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes
@@ -175,16 +181,9 @@ def main(argv=None, prog=None) -> int:
   except ValueError as e:
     parser.error(str(e))
 
-  import jax
-
   from anakin_mz.experiments import compare
 
-  # A comparison compiles the same training step and scoring programs again
-  # for every chunk and every scored point: XLA's persistent cache turns
-  # each repeat into a read.
-  cache = os.environ.get("ANAKIN_MZ_CACHE") or os.path.expanduser("~/.cache/anakin_mz")
-  jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "xla"))
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+  options.persistent_cache()
 
   if args.from_records:
     if not args.env:
@@ -250,32 +249,18 @@ def main(argv=None, prog=None) -> int:
       if args.env_steps is not None
       else ("minutes" if args.minutes is not None else "games")
     )
-    plan = compare.Budget(unit, given[0], args.every, args.score_from)
-    scoring = None
-    if args.score == "paper":
-      scoring = compare.PaperScoring(
-        opponents=tuple(o for o in args.score_opponents.split(",") if o),
-        exact=tuple(p for p in args.exact.split(",") if p),
-      )
-    runs = compare.parse_runs(args.agents, seeds)
-    base, path, overrides = config_lib.load_for_env(args.env, args.config, args.overrides)
+    spec = _spec(args, seeds, compare.Budget(unit, given[0], args.every, args.score_from))
+    base, _, _ = config_lib.load_for_env(args.env, args.config, args.overrides)
   except ValueError as e:
     parser.error(str(e))
 
+  from anakin_mz.experiments import spec as spec_lib
+
   print(f"devices: {devices}", flush=True)
   title = f"{base.env} {dict(base.env_params)}: {args.agents}, seeds {args.seeds}"
-  try:
-    compare.compare(
-      path,
-      overrides,
-      runs,
-      plan,
-      args.out,
-      eval_games=args.eval_games,
-      title=title,
-      scoring=scoring,
-      score_now=args.score_now,
-    )
+  out = os.path.normpath(args.out)
+  try:  # the one driver: `experiment run` of the spec
+    spec_lib.run(spec, os.path.dirname(out), progress=False, score_now=args.score_now, title=title)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
@@ -284,3 +269,40 @@ def main(argv=None, prog=None) -> int:
     with open(report, encoding="utf-8") as f:
       print(f.read())
   return 0
+
+
+def _spec(args, seeds, budget):
+  """The spec with a schedule that this comparison is: named by --out's last
+  name (run under its parent), a variant per --agents entry (`agent=NAME`,
+  then its overrides; named by compare's label), the budget and scoring as
+  the schedule, --eval-games as its evaluation's games.
+
+  Raises:
+    ValueError: a bad agent entry, seed list or scoring.
+  """
+  from anakin_mz.experiments import compare, schedule, spec as spec_lib
+
+  if args.score == "paper":  # as the schedule's parser, before anything runs
+    compare.PaperScoring(
+      opponents=tuple(o for o in args.score_opponents.split(",") if o),
+      exact=tuple(p for p in args.exact.split(",") if p),
+    )
+  variants = {}
+  for r in compare.parse_runs(args.agents, seeds):
+    variants.setdefault(r.label[: -len(f"_s{r.seed}")], (f"agent={r.agent}", *r.overrides))
+  spec = spec_lib.Spec(
+    name=os.path.basename(os.path.normpath(args.out)),
+    env=args.env,
+    config=args.config,
+    overrides=tuple(args.overrides),
+    variants=tuple(spec_lib.Variant(n, o, tuple(seeds)) for n, o in variants.items()),
+    evaluation={"games": args.eval_games},
+    schedule=schedule.Schedule(
+      budget,
+      args.score,
+      tuple(o for o in args.score_opponents.split(",") if o),
+      tuple(p for p in args.exact.split(",") if p),
+    ),
+  )
+  schedule.check_spec(spec)
+  return spec

@@ -8,7 +8,7 @@
     anakin-mz experiment tables --check            # exit 1 where a table file differs
     anakin-mz experiment curve RUN --experiment minatar_10m --variant "Breakout MuZero" \
         --seed 0 --at 1e6 1e7 --records docs/results/records/minatar.jsonl --command "..."
-    anakin-mz experiment import runs/paper/p636_az_s0/*/records.jsonl \
+    anakin-mz experiment import runs/paper/p636_az_s0/records.jsonl \
         --into docs/results/records/paper.jsonl --experiment paper_636 \
         --variant alphazero --round-games 300
 
@@ -25,17 +25,21 @@ forces it; yes shares a minutes budget among the seeds). A spec with a
 from the records (`--report-only`: the report alone, nothing run, the runs
 without a record listed as not run; `--out FILE` writes it there too);
 `--reevaluate` evaluates recorded runs again and replaces their records.
+A spec with a `schedule` trains its runs in rounds, scoring each between
+them (a record per point, `<runs>/<name>/compare.md` the report after each
+round; `--score-now` scores a run a signal stopped between points, training
+nothing); `anakin-mz compare` builds such a spec from its options.
 
 `tables` rebuilds every table of docs/results/tables.yaml from the run
 records in git into docs/results/tables/<name>.md (run it from the
 repository root). `curve` appends the record of one TensorBoard run's
 learning curve (the self-play return, or `--tag`) read at `--at` env steps
 (or minutes, `--axis wall`), for runs that are judged by that curve.
-`import` appends the records a tool wrote into its run directories (e.g.
-`compare`'s `<out>/<run>/records.jsonl`) to a project records file, under
+`import` appends the records a tool wrote beside its run directories (e.g.
+`compare`'s `<out>/records.jsonl`) to a project records file, under
 the table's experiment and variant; a record already there is skipped, so
 it can be run again.
-Libraries: `anakin_mz.experiments.spec`, `.records`,
+Libraries: `anakin_mz.experiments.spec`, `.schedule`, `.records`,
 `.tables`, `.curves`; docs/experiments.md describes the pipeline.
 """
 
@@ -75,6 +79,12 @@ def main(argv=None, prog=None) -> int:
     help="run nothing: the target's report of the recorded runs, the others listed as not run",
   )
   run_p.add_argument("--out", default=None, help="write the target's report here too (Markdown)")
+  run_p.add_argument(
+    "--score-now",
+    action="store_true",
+    help="a spec with a schedule: train nothing, score each run's checkpoint past its last "
+    "point where it is (a run a signal stopped between points)",
+  )
   tab_p = sub.add_parser("tables", help="rebuild the results tables from the run records")
   tab_p.add_argument(
     "--defs", default=os.path.join("docs", "results", "tables.yaml"), help="table definitions"
@@ -240,8 +250,16 @@ def _run(parser, args) -> int:
         "target (its other tables come from `anakin-mz experiment tables`)"
       )
     spec_lib.check(spec)
+    if args.score_now and spec.schedule is None:
+      raise ValueError(f"spec {args.spec!r} has no schedule: --score-now scores its points")
     if args.report_only:
       return _report(spec, args, pairs)
+    records = args.records or spec_lib.records_path(spec, args.runs)
+    if args.dry_run and spec.schedule is not None:
+      from anakin_mz.experiments import schedule
+
+      print("\n".join(schedule.describe(spec, args.runs, records, variants, args.seeds)))
+      return 0
     if args.dry_run:
       for v, s in pairs:
         logdir = spec_lib.run_dir(spec, args.runs, v, s)
@@ -250,7 +268,7 @@ def _run(parser, args) -> int:
           print(spec_lib.train_command(spec, v, s, logdir))
         eval_json = os.path.join(logdir, "eval.json")
         print(spec_lib.evaluate_command(spec, v, s, checkpoint, eval_json))
-      print(f"records: {args.records or spec_lib.records_path(spec, args.runs)}")
+      print(f"records: {records}")
       if spec.checkpoint is None and any(len(args.seeds or v.seeds) > 1 for v in spec.variants):
         print(
           f"(--seeds-together {args.seeds_together}: the run says for each variant whether "
@@ -258,6 +276,10 @@ def _run(parser, args) -> int:
         )
       return 0
     print(f"devices: {devices}", flush=True)
+    scheduled = {}
+    if spec.schedule is not None:
+      options.persistent_cache()
+      scheduled = {"score_now": args.score_now}
     new = spec_lib.run(
       spec,
       args.runs,
@@ -267,6 +289,7 @@ def _run(parser, args) -> int:
       progress=not args.no_progress,
       together=args.seeds_together,
       reevaluate=args.reevaluate,
+      **scheduled,
     )
     print(f"{len(new)} new record(s) of {len(pairs)} run(s)")
     return _report(spec, args, pairs) if spec.target is not None else 0

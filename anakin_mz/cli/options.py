@@ -1,11 +1,12 @@
 """What the tools' command lines share: the parser, numbers in the
 overrides' spellings, the help of --config, and the refusal of a renamed
-option."""
+option, and XLA's persistent cache for the tools that compile again."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -83,3 +84,15 @@ CHECKPOINT_HELP = (
   "(anakin-mz export), "
   "or the name of a shipped model (nannon, nannon_12_5_6, einstein, breakthrough, carchess)"
 )
+
+
+def persistent_cache() -> None:
+  """XLA's persistent compilation cache (`$ANAKIN_MZ_CACHE/xla`, default
+  ~/.cache/anakin_mz/xla): a scheduled experiment compiles the same training
+  step and scoring programs again for every chunk and every scored point,
+  and the cache turns each repeat into a read."""
+  import jax
+
+  cache = os.environ.get("ANAKIN_MZ_CACHE") or os.path.expanduser("~/.cache/anakin_mz")
+  jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "xla"))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)

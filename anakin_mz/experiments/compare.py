@@ -1,6 +1,7 @@
 """Several agents on one game with the same budget, scored on a schedule: the
-NDMZ paper's Figures 2 and 3 as a library. `scripts/compare.py` is its
-command line.
+NDMZ paper's Figures 2 and 3 as a library. It is the engine of a spec with a
+`schedule` (`anakin_mz.experiments.schedule`), which `anakin-mz experiment
+run` runs; `anakin-mz compare` builds such a spec from its options.
 
 Design: each run (an agent and a seed) is an ordinary run directory
 (`<out>/<label>/`: TensorBoard events, Orbax checkpoints) trained by
@@ -11,8 +12,9 @@ evaluation: greedy search vs random in a match, the game's exact evaluators
 on the greedy network policy, the paper's dynamics tests), the scores go to
 the run's TensorBoard and to one JSON line in `<out>/<label>/compare.jsonl`.
 The table and the figures are drawn from those lines only. Each scored
-point is also a run record (`records`) in `<out>/<label>/records.jsonl`
-(the experiment: `out`'s name; the variant: the label without its seed).
+point is also a run record (`records`) in the spec's records file, by
+default `<out>/records.jsonl` (the experiment: `out`'s name, the spec's;
+the variant: the label without its seed).
 
 * Budget: env steps (each run trains until its env steps reach the next
   point of the schedule) or minutes of training wall-clock (scoring time not
@@ -40,7 +42,7 @@ import math
 import os
 import re
 import time
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +60,7 @@ from anakin_mz.experiments.compare_records import BUDGET_UNITS as BUDGET_UNITS
 from anakin_mz.experiments.compare_records import record as _record
 from anakin_mz.experiments.compare_records import rows_from_records as rows_from_records
 from anakin_mz.experiments import compare_state as state_lib
+from anakin_mz.experiments.schedule import Budget as Budget
 from anakin_mz.experiments.compare_state import ROWS_FILE as ROWS_FILE
 from anakin_mz.experiments.compare_state import read_rows as read_rows
 
@@ -68,52 +71,29 @@ RECORDS_FILE = "records.jsonl"
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One run of a comparison: an agent, its extra overrides and a seed."""
+  """One run of a comparison: an agent, its extra overrides and a seed;
+  `name`, a spec's variant (`schedule`), where it is not the label's."""
 
   agent: str
   seed: int
   overrides: Tuple[str, ...] = ()
+  name: Optional[str] = None
 
   @property
   def label(self) -> str:
-    """The run's directory name: `<agent>[_<overrides>]_s<seed>`."""
+    """The run's directory name: `<name>_s<seed>`, by default
+    `<agent>[_<overrides>]_s<seed>`."""
+    if self.name is not None:
+      return f"{self.name}_s{self.seed}"
     extra = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", o) for o in self.overrides)
     return f"{self.agent}{'_' + extra if extra else ''}_s{self.seed}"
 
-
-@dataclasses.dataclass(frozen=True)
-class Budget:
-  """What every run gets: `total` env steps, minutes or self-play games
-  (`unit`), scored every `every` of the same unit (and at the start). With
-  games, `every` is the NDMZ paper's round (300 games): each run trains
-  until its games reach the next point, to the step (`run.train`'s `stop`)."""
-
-  unit: str  # one of BUDGET_UNITS
-  total: float
-  every: float
-  # The first scored point: 0 scores the untrained agent; a later one trains
-  # to it unscored (a run that repeats known early points skips their cost).
-  first: float = 0.0
-
-  def __post_init__(self):
-    if self.unit not in BUDGET_UNITS:
-      raise ValueError(f"budget unit must be one of {BUDGET_UNITS}, got {self.unit!r}")
-    if not self.total > 0:
-      raise ValueError(f"the budget must be > 0, got {self.total}")
-    if not 0 < self.every <= self.total:
-      raise ValueError(
-        f"the schedule interval must be in (0, budget={self.total}], got {self.every}"
-      )
-    if not 0 <= self.first <= self.total:
-      raise ValueError(
-        f"the first scored point must be in [0, budget={self.total}], got {self.first}"
-      )
-
-  def points(self) -> List[float]:
-    """The schedule after the first point: every, 2 every, ..., total (the
-    last point is total), those past `first`."""
-    n = math.ceil(self.total / self.every - 1e-9)
-    return [p for p in (min(self.total, self.every * (i + 1)) for i in range(n)) if p > self.first]
+  def entry(self) -> Dict[str, object]:
+    """The run as `compare.json` lists it (`name` only where given)."""
+    out = dataclasses.asdict(self)
+    if self.name is None:
+      del out["name"]
+    return out
 
 
 def parse_runs(agents: str, seeds: Sequence[int]) -> List[RunSpec]:
@@ -274,6 +254,10 @@ def compare(
   scoring: Optional[PaperScoring] = None,
   score_now: bool = False,
   say=_say,
+  train: Optional[Sequence[str]] = None,
+  records: Optional[str] = None,
+  command: Optional[Callable[[RunSpec], str]] = None,
+  on_record: Optional[Callable[[records_lib.RunRecord], None]] = None,
 ) -> Dict[str, List[Dict[str, object]]]:
   """Trains and scores every run to the budget (see the module doc);
   resumes what `out` already holds; rewrites the report (`write_report`)
@@ -282,7 +266,11 @@ def compare(
   (`score_paper`). With `score_now` nothing trains: each run whose latest
   checkpoint is past its last scored point (a run a signal or a deadline
   stopped between points) is scored there, as it is, at the games saved
-  with it (`_score_as_is`). Returns {label: rows}.
+  with it (`_score_as_is`). `train`: the labels of the runs to train and
+  score (default all; the report is of every run). Each point's record is
+  appended to `records` (default `<out>/records.jsonl`) with `command(run)`
+  as its command (default: the `anakin-mz compare` of the run), and handed
+  to `on_record`. Returns {label: rows}.
 
   Raises:
     ValueError: bad settings, `out` holding a comparison with other
@@ -304,7 +292,7 @@ def compare(
   spec = {
     "config": os.path.abspath(config_lib.resolve(config_path)),
     "overrides": list(overrides),
-    "runs": [dataclasses.asdict(s) for s in runs],
+    "runs": [s.entry() for s in runs],
     "budget": _budget_spec(budget),
     "eval_games": eval_games,
   }
@@ -416,8 +404,11 @@ def compare(
       **{k: float(v) for k, v in scores.items() if "/" in k},
     }
     state_lib.append_row(run_dir, row)
-    point = _record(out, s, row, spec, config, commit=commit)
-    records_lib.append(os.path.join(run_dir, RECORDS_FILE), point)
+    how = None if command is None else command(s)
+    point = _record(out, s, row, spec, config, commit=commit, command=how)
+    records_lib.append(records or os.path.join(out, RECORDS_FILE), point)
+    if on_record is not None:
+      on_record(point)
     rows[label].append(row)
     from anakin_mz.runtime.summary import SummaryWriter
 
@@ -436,15 +427,16 @@ def compare(
       + " ".join(f"{k}={v:.3f}" for k, v in row.items() if _is_headline(k))
     )
 
+  mine = [s for s in runs if train is None or s.label in train]
   if score_now:
-    for s in runs:
+    for s in mine:
       _score_as_is(s, rows[s.label], os.path.join(out, s.label), score, say)
     write_report(out, rows, budget, reference, title)
     return rows
   # The untrained agents first, then round robin over the schedule: at any
   # time every run has about the same budget behind it.
   try:
-    _schedule(runs, rows, budget, configs, chunk, out, reference, title)
+    _schedule(mine, rows, budget, configs, chunk, out, reference, title)
   except Interrupted as e:
     say(f"{e}: stopped; run the same command again to resume")
   return rows
@@ -577,7 +569,7 @@ MERGED_SETTINGS = ("config", "overrides", "budget", "eval_games")
 
 def _label(run: Mapping[str, object]) -> str:
   """The directory name of a run listed in a `compare.json`."""
-  return RunSpec(run["agent"], run["seed"], tuple(run["overrides"])).label
+  return RunSpec(run["agent"], run["seed"], tuple(run["overrides"]), run.get("name")).label
 
 
 def merge(out: str, sources: Sequence[str]) -> Dict[str, object]:

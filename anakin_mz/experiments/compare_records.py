@@ -24,10 +24,18 @@ def budget_flag(unit: str) -> str:
 
 
 def record(
-  out, s: RunSpec, row, spec, config, *, commit: object = records_lib.HERE
+  out,
+  s: RunSpec,
+  row,
+  spec,
+  config,
+  *,
+  commit: object = records_lib.HERE,
+  command: Optional[str] = None,
 ) -> records_lib.RunRecord:
-  """The run record of one scored point; its command reruns the whole run.
-  `commit`: the code that trained it (default: the checkout's now)."""
+  """The run record of one scored point; its command reruns the whole run
+  (default: the `anakin-mz compare` of it). `commit`: the code that trained
+  it (default: the checkout's now)."""
   b = spec["budget"]
   args = ["anakin-mz compare", f"--env={config.env}", f"--config={spec['config']}"]
   args += [f"--agents={':'.join((s.agent,) + s.overrides)}", f"--seeds={s.seed}"]
@@ -45,7 +53,7 @@ def record(
     os.path.basename(os.path.normpath(out)),
     s.label[: -len(f"_s{s.seed}")],
     s.seed,
-    command=" ".join(args),
+    command=" ".join(args) if command is None else command,
     overrides=list(spec["overrides"]) + list(s.overrides),
     budget=records_lib.Budget(
       minutes=b["total"] if b["unit"] == "minutes" else None,

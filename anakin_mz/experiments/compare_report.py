@@ -16,7 +16,7 @@ from anakin_mz import config as config_lib
 from anakin_mz.experiments import tables
 
 if TYPE_CHECKING:
-  from anakin_mz.experiments.compare import Budget
+  from anakin_mz.experiments.schedule import Budget
 
 # The NDMZ paper's round: 300 self-play games, then training (section 4.2).
 # A games budget's tables and Figure 2 count rounds of it, whatever

@@ -35,6 +35,7 @@ A spec is YAML:
   (`anakin_mz.experiments.target`): each record's `evaluation.target`, and
   the run ends with the report of the planned runs against it.
 * a variant's `note`: what it is; its records' note, and in the report.
+* `schedule`: rounds with a score between them, instead of a budget (`schedule`).
 * `checkpoint: PATH-OR-NAME` instead of training: each variant evaluates
   that checkpoint with its `search.KEY=VALUE` overrides (no budget).
 * `records`: where the records go (default `<runs>/<name>/records.jsonl`).
@@ -52,11 +53,9 @@ where a variant has two or more seeds to train (no record, no `train.json`,
 no checkpoints), `auto` trains them as one study (`run.train_seeds`: one
 compiled program with a seed axis, issue 64) when
 
-* the budget has no `minutes`: the seeds of one program share its
-  wall-clock (on a CPU, 4 seeds make each step about 4x longer), so a
-  minutes budget would silently give each seed less: a spec with one
-  trains its seeds one after another (an `updates` budget means the same
-  in one program);
+* the budget has no `minutes` (the seeds of one program share its
+  wall-clock: on a CPU 4 seeds make each step about 4x longer; an `updates`
+  budget means the same in one program);
 * the agent's step takes a seed axis (`capabilities.seed_axis`);
 * the memory fits: the bytes of one learner's state (params, optimizer
   state, replay, self-play lanes: `state_bytes`, from shapes alone) x the
@@ -89,8 +88,8 @@ import shlex
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-
 from anakin_mz.experiments import records as records_lib
+from anakin_mz.experiments import schedule as schedule_lib
 from anakin_mz.experiments import target as target_lib
 
 _KEYS = (
@@ -105,6 +104,7 @@ _KEYS = (
   "checkpoint",
   "records",
   "target",
+  "schedule",
 )
 # `run`'s `together`: whether a variant's seeds train as one program.
 TOGETHER = ("auto", "yes", "no")
@@ -146,6 +146,7 @@ class Spec:
   records: Optional[str] = None
   target: Optional[target_lib.Target] = None
   path: str = ""
+  schedule: Optional[schedule_lib.Schedule] = None
 
 
 def load(path: str) -> Spec:
@@ -233,7 +234,12 @@ def load(path: str) -> Spec:
     records=None if raw.get("records") is None else os.path.join(base, str(raw["records"])),
     target=None if raw.get("target") is None else target_lib.parse(raw["target"], f"spec {path!r}"),
     path=path,
+    schedule=None
+    if raw.get("schedule") is None
+    else schedule_lib.parse(raw["schedule"], f"spec {path!r}"),
   )
+  if spec.schedule is not None:
+    schedule_lib.check_spec(spec)
   if spec.target is not None and not evaluation.get("measure"):
     raise ValueError(f"spec {path!r}: a target needs evaluation.measure, the figure to reach it")
   if spec.checkpoint is not None:
@@ -298,10 +304,6 @@ def run_dir(spec: Spec, runs: str, variant: Variant, seed: int) -> str:
   return os.path.join(where, f"{variant.name}_s{seed}")
 
 
-def _quote(args: Sequence[str]) -> str:
-  return " ".join(shlex.quote(a) for a in args)
-
-
 def train_command(
   spec: Spec, variant: Variant, seed: int, logdir: str, seeds: Sequence[int] = ()
 ) -> str:
@@ -316,7 +318,7 @@ def train_command(
   args += ["--seeds", *map(str, seeds)] if seeds else [f"--seed={seed}"]
   args += [f"--logdir={logdir}", "--no-progress"]
   args += [o for o in overrides_of(spec, variant, seed) if not o.startswith("seed=")]
-  return _quote(args)
+  return shlex.join(args)
 
 
 def study_dir(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int]) -> str:
@@ -447,7 +449,7 @@ def evaluate_command(spec: Spec, variant: Variant, seed: int, checkpoint: str, o
   if ev["extra_policies"] is not None:
     args.append(f"--extra-policies={','.join(ev['extra_policies'])}")
   args += [f"--search={o[len('search.') :]}" for o in _search_overrides(spec, variant)]
-  return _quote(args + [f"--json={out}"])
+  return shlex.join(args + [f"--json={out}"])
 
 
 def _search_overrides(spec: Spec, variant: Variant) -> List[str]:
@@ -469,13 +471,15 @@ def run(
   log: Callable[[str], None] = print,
   together: str = "auto",
   reevaluate: bool = False,
+  **scheduled,
 ) -> List[records_lib.RunRecord]:
   """Trains and evaluates each planned run that has no record yet, appending
   its record to `records` (default `records_path`). Returns the new records.
   A variant's seeds to train run as one program or one after another as
   `together` (`TOGETHER`) and `choose` say (the module doc). With
   `reevaluate`, a run with a record is evaluated again (its training is not
-  repeated) and its record replaced.
+  repeated) and its record replaced. A spec with a schedule runs on it
+  (`schedule.run`, with `scheduled`'s options).
 
   Raises:
     ValueError: a bad override, an unknown variant, an interrupted run, a
@@ -485,6 +489,9 @@ def run(
   path = records or records_path(spec, runs)
   pairs = plan(spec, variants, seeds)
   check(spec)
+  if spec.schedule is not None:
+    where = dict(records=path, variants=variants, seeds=seeds, log=log, reevaluate=reevaluate)
+    return schedule_lib.run(spec, runs, **where, **scheduled)
   done = set()
   if os.path.exists(path):
     done = {
@@ -589,13 +596,8 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
     **({k: trained.get(k) for k in ("device", "commit", "date")} if trained else {}),
   )
   if key in done:  # evaluated again: the new record replaces the old
-    same = lambda r: (
-      (r.experiment, r.variant, r.seed, r.evaluation.get("model"))
-      == (
-        spec.name,
-        *key,
-      )
-    )
+    ident = (spec.name, *key)
+    same = lambda r: (r.experiment, r.variant, r.seed, r.evaluation.get("model")) == ident
     records_lib.write(path, [r for r in records_lib.read(path) if not same(r)] + [record])
   else:
     records_lib.append(path, record)
