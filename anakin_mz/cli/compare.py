@@ -38,9 +38,9 @@ is scored where it stopped, with no more training, by the same command
 with `--score-now` (its games are counted exactly, beside the checkpoint);
 the same command without it then goes on to the next point.
 `--from-records FILE EXPERIMENT` draws the report again from the scored
-points a comparison recorded (`<out>/records.jsonl`, before 2026-11-29 one
-in each run directory, or a project records file), when its run directories
-are gone.
+points a comparison recorded (`<out>/records.jsonl`; before compare was a
+spec with a schedule, one in each run directory; or a project records
+file), when its run directories are gone.
 
 An agent entry may carry overrides of its own:
 `--agents ndmz,ndmz:search.num_simulations=32`. `--agents` passes

@@ -33,7 +33,7 @@
 #   MODE=score SEEDS=1 bash docs/results/paper/p1256_gpu.sh
 #
 # Then, here: tar xzf each tarball into runs/paper/ and `anakin-mz experiment
-# import runs/paper/p1256g_*_s1/*/records.jsonl --into
+# import runs/paper/p1256g_*_s1/records.jsonl --into
 # docs/results/records/paper.jsonl --experiment paper_1256 --variant ...
 # --round-games 300 --device ...` (one call per variant).
 set -u
