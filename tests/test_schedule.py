@@ -18,7 +18,7 @@ import tiny
 
 from anakin_mz.cli import compare as compare_cli
 from anakin_mz.cli import experiment as cli
-from anakin_mz.experiments import compare, records, schedule, spec as spec_lib
+from anakin_mz.experiments import compare, records, schedule, schedule_run, spec as spec_lib
 
 TINY = list(tiny.TINY) + [tiny.FIXED_SPAN, "train.checkpoint_every=0"]
 
@@ -167,7 +167,7 @@ def test_compare_is_the_spec_with_a_schedule_and_names_the_runs_it_always_named(
     "alphazero_search.tree-ndmz_network.noop-action-false",
   ]
   want = compare.parse_runs(args.agents, [0, 1])
-  assert schedule.run_specs(s) == want
+  assert schedule_run.run_specs(s) == want
   assert json.loads(json.dumps(want[2].entry())) == {  # as compare.json has always listed it
     "agent": "alphazero", "seed": 0, "overrides": ["search.tree=ndmz", "network.noop_action=false"]
   }  # fmt: skip

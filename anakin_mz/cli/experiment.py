@@ -39,8 +39,8 @@ learning curve (the self-play return, or `--tag`) read at `--at` env steps
 `compare`'s `<out>/records.jsonl`) to a project records file, under
 the table's experiment and variant; a record already there is skipped, so
 it can be run again.
-Libraries: `anakin_mz.experiments.spec`, `.schedule`, `.records`,
-`.tables`, `.curves`; docs/experiments.md describes the pipeline.
+Libraries: `anakin_mz.experiments.spec`, `.schedule`, `.schedule_run`,
+`.records`, `.tables`, `.curves`; docs/experiments.md describes the pipeline.
 """
 
 from __future__ import annotations
@@ -256,9 +256,9 @@ def _run(parser, args) -> int:
       return _report(spec, args, pairs)
     records = args.records or spec_lib.records_path(spec, args.runs)
     if args.dry_run and spec.schedule is not None:
-      from anakin_mz.experiments import schedule
+      from anakin_mz.experiments import schedule_run
 
-      print("\n".join(schedule.describe(spec, args.runs, records, variants, args.seeds)))
+      print("\n".join(schedule_run.describe(spec, args.runs, records, pairs)))
       return 0
     if args.dry_run:
       for v, s in pairs:

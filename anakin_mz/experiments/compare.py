@@ -56,44 +56,18 @@ from anakin_mz.experiments.compare_report import figures as figures
 from anakin_mz.experiments.compare_report import markdown as markdown
 from anakin_mz.experiments.compare_report import score_keys as score_keys
 from anakin_mz.experiments import records as records_lib
-from anakin_mz.experiments.compare_records import BUDGET_UNITS as BUDGET_UNITS
 from anakin_mz.experiments.compare_records import record as _record
 from anakin_mz.experiments.compare_records import rows_from_records as rows_from_records
 from anakin_mz.experiments import compare_state as state_lib
+from anakin_mz.experiments.schedule import BUDGET_UNITS as BUDGET_UNITS
 from anakin_mz.experiments.schedule import Budget as Budget
+from anakin_mz.experiments.schedule import RunSpec as RunSpec
 from anakin_mz.experiments.compare_state import ROWS_FILE as ROWS_FILE
 from anakin_mz.experiments.compare_state import read_rows as read_rows
 
 DEFAULT_AGENT = "ndmz"  # the only agent of a config without an `agent` key
 SPEC_FILE = "compare.json"
 RECORDS_FILE = "records.jsonl"
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-  """One run of a comparison: an agent, its extra overrides and a seed;
-  `name`, a spec's variant (`schedule`), where it is not the label's."""
-
-  agent: str
-  seed: int
-  overrides: Tuple[str, ...] = ()
-  name: Optional[str] = None
-
-  @property
-  def label(self) -> str:
-    """The run's directory name: `<name>_s<seed>`, by default
-    `<agent>[_<overrides>]_s<seed>`."""
-    if self.name is not None:
-      return f"{self.name}_s{self.seed}"
-    extra = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", o) for o in self.overrides)
-    return f"{self.agent}{'_' + extra if extra else ''}_s{self.seed}"
-
-  def entry(self) -> Dict[str, object]:
-    """The run as `compare.json` lists it (`name` only where given)."""
-    out = dataclasses.asdict(self)
-    if self.name is None:
-      del out["name"]
-    return out
 
 
 def parse_runs(agents: str, seeds: Sequence[int]) -> List[RunSpec]:

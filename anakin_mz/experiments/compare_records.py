@@ -6,21 +6,10 @@ comparison's tables and figures can be drawn without its run directories."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from anakin_mz.experiments import records as records_lib
-
-if TYPE_CHECKING:
-  from anakin_mz.experiments.compare import RunSpec
-
-# What a comparison's budget can count (`compare.Budget.unit`). It lives here,
-# with the flag that spells it, because `compare` imports this module.
-BUDGET_UNITS = ("env_steps", "minutes", "games")
-
-
-def budget_flag(unit: str) -> str:
-  """The command-line option that gives a budget in `unit`: `--env-steps`."""
-  return "--" + unit.replace("_", "-")
+from anakin_mz.experiments.schedule import BUDGET_UNITS, RunSpec, budget_flag
 
 
 def record(

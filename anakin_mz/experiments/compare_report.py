@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from anakin_mz import config as config_lib
 from anakin_mz.experiments import tables
-
-if TYPE_CHECKING:
-  from anakin_mz.experiments.schedule import Budget
+from anakin_mz.experiments.schedule import Budget
 
 # The NDMZ paper's round: 300 self-play games, then training (section 4.2).
 # A games budget's tables and Figure 2 count rounds of it, whatever

@@ -1,6 +1,8 @@
 """A spec's optional schedule: its runs trained in rounds with a scoring
 between them (the NDMZ paper's Figures 2 and 3), run by `anakin-mz
-experiment run` like any spec (`spec.run` hands a scheduled spec here).
+experiment run` like any spec (`spec.run` hands a scheduled spec to
+`schedule_run.run`). This module is the section as data and its parser;
+`schedule_run` runs it.
 
     schedule:
       games: 30000          # each run's budget: games, env_steps or minutes (one)
@@ -12,31 +14,29 @@ experiment run` like any spec (`spec.run` hands a scheduled spec here).
     evaluation: {games: 1000}         # match games per score (even; default 500)
 
 A scheduled spec takes no `budget` (the schedule is it), `checkpoint` or
-`target`. Its runs are the spec driver's run directories,
-`<runs>/<name>/<variant>_s<seed>`, each trained in chunks by `compare`
-(the engine: resumable to the step, a signal-stopped run scored where it
-stopped with `score_now`); each scored point is a run record in the
-spec's records file (default `<runs>/<name>/records.jsonl`), and
-`<runs>/<name>/compare.md` with its figures is the report, drawn after each
-round. A variant `[agent=NAME, ...]` is compare's `--agents NAME:...`, so
-`anakin-mz compare` (which builds this spec) finds the same directories.
+`target`. Its runs (`RunSpec`, the engine's: an agent, overrides, a seed)
+are the spec driver's run directories, `<runs>/<name>/<variant>_s<seed>`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import shlex
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+import re
+from typing import Dict, List, Mapping, Optional, Tuple
 
-from anakin_mz.experiments.compare_records import BUDGET_UNITS
-
+# What a schedule's budget can count (`Budget.unit`).
+BUDGET_UNITS = ("env_steps", "minutes", "games")
 KEYS = (*BUDGET_UNITS, "every", "first", "score", "opponents", "exact")
 SCORES = ("run", "paper")
 # A scheduled spec's evaluation: the match games of each score.
 EVAL_KEYS = ("games",)
 EVAL_GAMES = 500
+
+
+def budget_flag(unit: str) -> str:
+  """The command-line option that gives a budget in `unit`: `--env-steps`."""
+  return "--" + unit.replace("_", "-")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +83,34 @@ class Schedule:
   score: str = "run"
   opponents: Tuple[str, ...] = ("optimal", "random")
   exact: Tuple[str, ...] = ("greedy", "search", "value")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+  """One run of a schedule (the engine's, `compare`'s): an agent, its extra
+  overrides and a seed; `name`, a spec's variant, where it is not the
+  label's."""
+
+  agent: str
+  seed: int
+  overrides: Tuple[str, ...] = ()
+  name: Optional[str] = None
+
+  @property
+  def label(self) -> str:
+    """The run's directory name: `<name>_s<seed>`, by default
+    `<agent>[_<overrides>]_s<seed>`."""
+    if self.name is not None:
+      return f"{self.name}_s{self.seed}"
+    extra = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", o) for o in self.overrides)
+    return f"{self.agent}{'_' + extra if extra else ''}_s{self.seed}"
+
+  def entry(self) -> Dict[str, object]:
+    """The run as `compare.json` lists it (`name` only where given)."""
+    out = dataclasses.asdict(self)
+    if self.name is None:
+      del out["name"]
+    return out
 
 
 def parse(raw: object, where: str) -> Schedule:
@@ -162,108 +190,3 @@ def check_spec(spec) -> None:
   games = spec.evaluation.get("games", EVAL_GAMES)
   if not isinstance(games, int) or games < 2 or games % 2:
     raise ValueError(f"{where}: evaluation games must be an even number >= 2, got {games!r}")
-
-
-def run_specs(
-  spec, variants: Optional[Sequence[str]] = None, seeds: Optional[Sequence[int]] = None
-):
-  """The engine's runs (`compare.RunSpec`) of the spec's planned (variant,
-  seed) runs: a variant whose first override is `agent=NAME` is compare's
-  agent NAME with the rest; any other is its config's agent with all of
-  them. A run is named by its variant unless that is compare's own label."""
-  from anakin_mz import config as config_lib
-  from anakin_mz.experiments import compare, spec as spec_lib
-
-  out = []
-  for variant, seed in spec_lib.plan(spec, variants, seeds):
-    over = list(variant.overrides)
-    if over and over[0].startswith("agent="):
-      agent, over = over[0][len("agent=") :], over[1:]
-    else:
-      agent = config_lib.load_for_env(spec.env, spec.config, [*spec.overrides, *over])[0].agent
-    run = compare.RunSpec(agent, seed, tuple(over))
-    if run.label != f"{variant.name}_s{seed}":
-      run = dataclasses.replace(run, name=variant.name)
-    out.append(run)
-  return out
-
-
-def describe(spec, runs: str, records: str, variants=None, seeds=None) -> List[str]:
-  """What `run` would do (`experiment run --dry-run`): the schedule, each
-  run's directory, the records file."""
-  s = spec.schedule
-  b = s.budget
-  head = f"schedule: {b.total:g} {b.unit}, scored every {b.every:g}"
-  head += f" from {b.first:g}" if b.first else " from the start"
-  head += f", scoring {s.score}" + (f" vs {','.join(s.opponents)}" if s.score == "paper" else "")
-  where = os.path.join(runs, spec.name)
-  lines = [head] + [os.path.join(where, r.label) for r in run_specs(spec, variants, seeds)]
-  return lines + [f"records: {records}", f"report: {os.path.join(where, 'compare.md')}"]
-
-
-def run_command(spec, runs: str) -> Callable[[object], str]:
-  """The command a scored point's record names: the `experiment run` of its
-  variant and seed."""
-  from anakin_mz.experiments import records as records_lib
-
-  path = records_lib.repo_path(spec.path) if os.path.isabs(spec.path) else spec.path
-  base = f"anakin-mz experiment run {shlex.quote(path)} --runs={shlex.quote(runs or '.')}"
-  return lambda s: f"{base} --variants={s.label[: -len(f'_s{s.seed}')]} --seeds {s.seed}"
-
-
-def run(
-  spec,
-  runs: str,
-  *,
-  records: str,
-  variants: Optional[Sequence[str]] = None,
-  seeds: Optional[Sequence[int]] = None,
-  log: Callable[[str], None] = print,
-  score_now: bool = False,
-  command: Optional[Callable[[object], str]] = None,
-  title: Optional[str] = None,
-  reevaluate: bool = False,
-) -> list:
-  """Trains and scores the planned runs of scheduled `spec` on its schedule
-  (`compare.compare`, in `<runs>/<name>`), appending a record per scored
-  point to `records`; returns those records. `command`: a point's record's
-  command for its run (default `run_command`; for a spec of no file, the one
-  `anakin-mz compare` builds, compare's own); `title`: the report's
-  (default: the game and the variants).
-
-  Raises:
-    ValueError: as `compare.compare`; `reevaluate` (a point is scored once).
-  """
-  from anakin_mz import config as config_lib
-  from anakin_mz.experiments import compare
-
-  if reevaluate:
-    raise ValueError(f"spec {spec.path!r} has a schedule: its points are not evaluated again")
-
-  s = spec.schedule
-  base, path, overrides = config_lib.load_for_env(spec.env, spec.config, list(spec.overrides))
-  listed = run_specs(spec)  # every run of the spec: its comparison's settings
-  chosen = [r.label for r in run_specs(spec, variants, seeds)]
-  scoring = None if s.score == "run" else compare.PaperScoring(s.opponents, s.exact)
-  if title is None:
-    names = ",".join(v.name for v in spec.variants)
-    seeds_all = " ".join(map(str, sorted({r.seed for r in listed})))
-    title = f"{base.env} {dict(base.env_params)}: {names}, seeds {seeds_all}"
-  new: list = []
-  compare.compare(
-    path,
-    overrides,
-    listed,
-    s.budget,
-    os.path.join(runs, spec.name),
-    eval_games=int(spec.evaluation.get("games", EVAL_GAMES)),
-    title=title,
-    scoring=scoring,
-    score_now=score_now,
-    say=log,
-    train=chosen,
-    records=records,
-    command=command or (run_command(spec, runs) if spec.path else None),
-    on_record=new.append,
-  )
-  return new

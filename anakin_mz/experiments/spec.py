@@ -89,7 +89,7 @@ import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from anakin_mz.experiments import records as records_lib
-from anakin_mz.experiments import schedule as schedule_lib
+from anakin_mz.experiments import schedule as schedule_lib, schedule_run
 from anakin_mz.experiments import target as target_lib
 
 _KEYS = (
@@ -479,7 +479,7 @@ def run(
   `together` (`TOGETHER`) and `choose` say (the module doc). With
   `reevaluate`, a run with a record is evaluated again (its training is not
   repeated) and its record replaced. A spec with a schedule runs on it
-  (`schedule.run`, with `scheduled`'s options).
+  (`schedule_run.run`, with `scheduled`'s options).
 
   Raises:
     ValueError: a bad override, an unknown variant, an interrupted run, a
@@ -490,8 +490,8 @@ def run(
   pairs = plan(spec, variants, seeds)
   check(spec)
   if spec.schedule is not None:
-    where = dict(records=path, variants=variants, seeds=seeds, log=log, reevaluate=reevaluate)
-    return schedule_lib.run(spec, runs, **where, **scheduled)
+    where = dict(records=path, pairs=pairs, log=log, reevaluate=reevaluate)
+    return schedule_run.run(spec, runs, **where, **scheduled)
   done = set()
   if os.path.exists(path):
     done = {
