@@ -45,45 +45,13 @@ from typing import Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from envs.carchess_bits import LaneBits
 from envs.carchess_view import CarchessViews
 from envs.carchess_maps import CarchessMap, load_map
+from envs.carchess_state import CarchessState as CarchessState
 from envs.core import CHANCE, TERMINAL, Game
 from envs.registry import register
-
-
-@struct.dataclass
-class CarchessState:
-  """The board and the round bookkeeping. All fields have fixed shapes.
-
-  Attributes:
-    cars: bool `[lanes, max_lane_length]`, a car of lane l at position i of
-      its lane (index into the lane's cells; never its last cell).
-    red: bool `[num_lights]`, the light is red.
-    toggled: bool `[num_lights]`, toggled in the current round.
-    counters: int32 `[lanes]`, spawn counters.
-    round: int32 `[]`, completed rounds (== rounds once the game is over).
-    turn: int32 `[]`, the player to move in this round.
-    chance_lane: int32 `[]`, the lane of the next spawn-counter chance node;
-      == lanes when no chance node is pending.
-    spawned, scored, crashed, crashes: int32 `[]` totals so far: cars spawned,
-      cars that reached the end, cars removed by crashes, and the crash count
-      (sum of k - 1 over crash cells).
-  """
-
-  cars: jax.Array
-  red: jax.Array
-  toggled: jax.Array
-  counters: jax.Array
-  round: jax.Array
-  turn: jax.Array
-  chance_lane: jax.Array
-  spawned: jax.Array
-  scored: jax.Array
-  crashed: jax.Array
-  crashes: jax.Array
 
 
 _ARROWS = {(-1, 0): "^", (1, 0): "v", (0, 1): ">", (0, -1): "<"}

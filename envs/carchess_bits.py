@@ -4,14 +4,11 @@ uint32 word, moved, spawned and crashed with shifts and masks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-if TYPE_CHECKING:
-  from envs.carchess import CarchessState
+from envs.carchess_state import CarchessState
 
 
 class LaneBits:

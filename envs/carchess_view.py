@@ -5,14 +5,11 @@ the thesis's, are listed in `CarchessViews.observe`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-if TYPE_CHECKING:
-  from envs.carchess import CarchessState
+from envs.carchess_state import CarchessState
 
 # Channel bits per int32 code word. Bit _BITS of the light channel's word is
 # the red light, bit 31 is never set.
