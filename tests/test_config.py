@@ -299,7 +299,7 @@ def test_search_knobs_validate():
     ("search.dirichlet_fraction=1.5", r"dirichlet_fraction must be in \[0, 1\]"),
     ("search.num_simulations=0", "num_simulations must be an int >= 1"),
     ("search.max_depth=0", "max_depth must be None or an int >= 1"),
-    ("search.root=alphazero", r"root must be one of \('puct', 'gumbel'\)"),
+    ("search.root=alphazero", r"root must be one of \('puct', 'gumbel', 'expectimax'\)"),
     ("search.gumbel_scale=-1", "gumbel_scale must be a finite number >= 0"),
     ("search.completed_q_value_scale=0", "completed_q_value_scale must be a finite number > 0"),
     ("search.terminal_nodes=1", "search.terminal_nodes must be of type bool"),

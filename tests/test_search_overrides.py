@@ -12,7 +12,9 @@ def test_overrides_change_the_search_and_nothing_else():
   config = restore.load_agent("nannon").config
   # the shipped model's own search is Gumbel at 16 (docs/results/models.md)
   changed = report.with_search_overrides(config, ["backup=mean", "num_simulations=32"])
-  assert (changed.search.backup, changed.search.num_simulations) == ("mean", 32)
+  playing = changed.playing_search
+  assert (playing.backup, playing.num_simulations) == ("mean", 32)
+  assert changed.search == config.search  # what self-play trained with stays
   assert changed.network == config.network and changed.train == config.train
   assert report.with_search_overrides(config, []) is config
 
@@ -21,7 +23,7 @@ def test_overrides_change_the_search_and_nothing_else():
   "item,message",
   [
     ("rooot=gumbel", "unknown key(s) search.rooot; valid keys in 'search': backup, chance_mode"),
-    ("root=banana", "root must be one of ('puct', 'gumbel'), got 'banana'"),
+    ("root=banana", "root must be one of ('puct', 'gumbel', 'expectimax'), got 'banana'"),
     ("search.root=puct", "expected KEY=VALUE with a key of the search section"),
     ("root", "expected KEY=VALUE"),
   ],

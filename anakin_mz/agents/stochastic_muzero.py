@@ -634,8 +634,9 @@ class StochasticMuZeroLearner(Learner):
 def check(config) -> None:
   """What this module does not implement, refused."""
   unsupported = {
-    "search.root: gumbel (it searches with mctx.stochastic_muzero_policy's PUCT)": (
-      config.search.root != "puct"
+    "search.root or play_search.root other than puct (it searches with "
+    "mctx.stochastic_muzero_policy's PUCT)": (
+      config.search.root != "puct" or config.playing_search.root != "puct"
     ),
     "search.tree: paper (the NDMZ paper's tree; it searches with "
     "mctx.stochastic_muzero_policy's)": config.search.tree != "ndmz",

@@ -192,6 +192,12 @@ class Config:
       object.__setattr__(self, "agent_config", spec.section())
     if spec.check is not None:
       spec.check(self)
+    if self.search.root == "expectimax" and spec.capabilities.tree:
+      raise ValueError(
+        "search.root 'expectimax' grows no tree, so self-play would have no visit "
+        "distribution to train the policy on: set it under play_search (the search "
+        "that plays), and a tree root (puct or gumbel) under search"
+      )
     if self.train.seeds and not spec.capabilities.seed_axis:
       raise ValueError(
         f"agent {self.agent!r} cannot train several seeds as one program (its step does "

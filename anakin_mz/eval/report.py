@@ -23,6 +23,7 @@ import yaml
 import envs
 import envs.bots
 from anakin_mz import config as config_lib
+from anakin_mz.config import sections
 from anakin_mz.eval import dynamics, match, opponents, planning
 from anakin_mz.runtime import export
 from anakin_mz.core import registry
@@ -154,9 +155,12 @@ def evaluate_checkpoint(
 
 
 def with_search_overrides(config: config_lib.Config, overrides: Sequence[str]) -> config_lib.Config:
-  """`config` with `search.KEY=VALUE` overrides applied and checked, to the
-  search section and to the playing search's own keys (`play_search`) alike:
-  the override is what plays.
+  """`config` with `search.KEY=VALUE` overrides applied and checked, as
+  keys of the playing search (`play_search`): the override is what plays,
+  and the search self-play trained with (`search`) stays as it was (so a
+  play-time search such as `root=expectimax` can be tried on any
+  checkpoint). Checked first as keys of the search section, so a bad one
+  is named as `--search` spells it.
 
   Raises:
     ValueError: a malformed item, an unknown key or a bad value (the
@@ -169,9 +173,9 @@ def with_search_overrides(config: config_lib.Config, overrides: Sequence[str]) -
       raise ValueError(f"--search {item!r}: expected KEY=VALUE with a key of the search section")
   nested = config_lib.parse_overrides([f"search.{item}" for item in overrides])
   raw = config.to_dict()
-  raw["search"] = {**raw["search"], **nested["search"]}  # type: ignore[dict-item]
-  if "play_search" in raw:
-    raw["play_search"] = {**raw["play_search"], **nested["search"]}  # type: ignore[dict-item]
+  play = {**raw.get("play_search", {}), **nested["search"]}  # type: ignore[dict-item]
+  sections.build_section(type(config.search), {**raw["search"], **play}, "search")
+  raw["play_search"] = play
   return config_lib.from_dict(raw)
 
 

@@ -70,6 +70,14 @@ described. The move is the sequential-halving winner and the policy target
 draw is the exploration, scaled by `gumbel_scale * temperature`. With the
 alternating model above it makes exactly the choices of
 `mctx.gumbel_muzero_policy` with discount -1 for the same key (tested).
+
+Expectimax (`config.root="expectimax"`, `expectimax`). No tree and no
+simulations: a full-width expectimax of `expectimax_depth` moves on the
+model, the same nodes (kinds by the identity head's argmax), every chance
+outcome averaged by the chance policy, every choice node its mover's best of
+its `expectimax_width` moves of highest prior. The move is the best legal
+one. A play-time search (`play_search`): it gives self-play no visits to
+train on, and the config refuses it there.
 """
 
 from anakin_mz.core.search.config import SearchConfig, SearchOutput

@@ -13,7 +13,7 @@ import mctx
 PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
-_ROOTS = ("puct", "gumbel")
+_ROOTS = ("puct", "gumbel", "expectimax")
 FINAL_MOVES = ("visits", "q", "expectimax")
 CHANCE_VALUES = ("head", "expected")
 BACKUPS = ("mean", "expectation")
@@ -47,7 +47,15 @@ class SearchConfig:
       visits / (1 + sum visits))` on the completed Q seen from its mover's
       side; chance and terminal nodes are unchanged). With "gumbel" the root
       Dirichlet settings and pb_c_init / pb_c_base are not used: the Gumbel
-      draw is the root exploration.
+      draw is the root exploration. "expectimax" grows no tree: a full-width
+      expectimax of `expectimax_depth` moves on the model (`expectimax`:
+      every chance outcome averaged by the chance policy, every choice node
+      its mover's best of `expectimax_width` moves); the move is the legal
+      move of highest value and the policy target its one-hot, so it is a
+      play-time search (`play_search`; the config refuses it for self-play).
+      It reads `expectimax_depth`, `expectimax_width`,
+      `expectimax_chance_width`, `expectimax_min_prior`, `terminal_nodes`
+      and `discount`, no other key.
     max_num_considered_actions: (gumbel) m, the actions sequential halving
       starts with (fewer where fewer are legal). Must not exceed
       num_simulations: with n < m simulations mctx visits only n of them, the
@@ -113,7 +121,24 @@ class SearchConfig:
       value`. 1 is TD-Gammon's 1-ply expectimax; 2 also tries every reply to
       every chance outcome, at about `(1 + C) * max_legal_actions` times the
       network calls (EinStein: 42x); at most 3, as each move multiplies
-      the cost again. The tree searches ignore it.
+      the cost again. The same on the learned model for `root="expectimax"`;
+      the tree searches ignore it.
+    expectimax_width: (`root="expectimax"`) the moves tried at a choice
+      node: the root's legal moves of highest prior, and below the root
+      (where a learned model knows no legal mask) the actions of highest
+      prior. None: all A actions. A game's `max_legal_actions` (Nannon
+      6-3-6: 3) tries every legal root move at the least cost.
+    expectimax_chance_width: (`root="expectimax"`) the chance outcomes
+      averaged at a chance node: its most likely ones, their probabilities
+      renormalised. None: all C. Exact where the others have no
+      probability: Nannon's die has 6 of its 16 outcome slots below the
+      opening roll, so 6 averages the same dice at 3/8 of the calls per
+      chance level.
+    expectimax_min_prior: (`root="expectimax"`) below the root, an action
+      whose prior probability is under this is not tried (the most likely
+      one always is): a learned model's prior holds almost no mass on moves
+      its policy targets never held, the illegal ones, whose values it was
+      never taught.
     final_move: (puct root, this project's tree) the greedy move, at
       temperature 0 (evaluation and play): "visits" (the most visited legal
       move, ties by the prior: MuZero), "q" (the visited legal move of
@@ -170,6 +195,9 @@ class SearchConfig:
   tree: str = "ndmz"
   discount: float = 1.0
   expectimax_depth: int = 1
+  expectimax_width: Optional[int] = None
+  expectimax_chance_width: Optional[int] = None
+  expectimax_min_prior: float = 0.01
   final_move: str = "visits"
   chance_value: str = "head"
   backup: str = "mean"
@@ -179,6 +207,20 @@ class SearchConfig:
       raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
     if not _is_int(self.expectimax_depth) or not 1 <= self.expectimax_depth <= 3:
       raise ValueError(f"expectimax_depth must be an int in 1..3, got {self.expectimax_depth!r}")
+    width = self.expectimax_width
+    if width is not None and (not _is_int(width) or width < 1):
+      raise ValueError(f"expectimax_width must be null (all actions) or an int >= 1, got {width!r}")
+    width = self.expectimax_chance_width
+    if width is not None and (not _is_int(width) or width < 1):
+      raise ValueError(
+        f"expectimax_chance_width must be null (all outcomes) or an int >= 1, got {width!r}"
+      )
+    self._check_number("expectimax_min_prior", 0.0, strict=False)
+    if self.expectimax_min_prior >= 1.0:
+      raise ValueError(
+        f"expectimax_min_prior must be below 1 (a probability threshold), got "
+        f"{self.expectimax_min_prior!r}"
+      )
     if self.max_depth is not None and (not _is_int(self.max_depth) or self.max_depth < 1):
       raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
     if self.identity_mode not in _IDENTITY_MODES:

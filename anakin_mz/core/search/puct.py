@@ -16,6 +16,7 @@ import mctx
 
 from anakin_mz.core.search.backup import expectimax_root_q, with_expected_chance
 from anakin_mz.core.search.config import FINAL_MOVES, PAYOFFS, SearchConfig, SearchOutput
+from anakin_mz.core.search.expectimax import expectimax_search
 from anakin_mz.core.search.gumbel import _gumbel_search
 from anakin_mz.core.search.paper import run_paper_tree
 from anakin_mz.core.search.tree import (
@@ -107,6 +108,17 @@ def ndmz_search(
 
   legal = legal_action_mask.astype(bool)
   invalid = jnp.logical_not(legal)
+  if config.root == "expectimax":
+    return expectimax_search(
+      params,
+      rng_key,
+      root,
+      recurrent_fn,
+      legal,
+      num_players=num_players,
+      flip_opponents=flip_opponents,
+      config=config,
+    )
   if config.root == "gumbel":
     return _gumbel_search(
       params,
