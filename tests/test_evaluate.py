@@ -213,7 +213,7 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
   r = report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind="value")
   assert r["agent"] == "value" and r["simulations"] == 0 and r["games"] == 4
   text = report.format_report(r)
-  assert "ndmz value, 1-ply expectimax" in text and "value head, 1-ply expectimax" in text
+  assert "ndmz value, 1-ply expectimax" in text and "value head, expectimax on the game" in text
   # Nannon's exact evaluator scores the value player beside the other two.
   assert sorted(k for k in r["exact"] if k.endswith("_vs_optimal")) == [
     "greedy_vs_optimal",

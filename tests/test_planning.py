@@ -146,6 +146,22 @@ def test_planning_players_are_scored_exactly_beside_the_search(nannon_ckpt):
   assert "learned model, 1 ply + chance" in report.format_report(r)
 
 
+def test_the_expectimax_search_one_move_deep_plays_model_chance(nannon_ckpt):
+  # search.root=expectimax at depth 1 values each legal move as model_chance
+  # does (the die one step deeper on the learned model): the same exact score.
+  from anakin_mz.eval import report
+
+  r = report.evaluate_checkpoint(
+    nannon_ckpt,
+    games=2,
+    extra_policies=["search", "model_chance"],
+    search_overrides=["root=expectimax", "expectimax_depth=1", "expectimax_width=3"],
+  )
+  assert r["exact"]["search_vs_optimal"] == r["exact"]["model_chance_vs_optimal"]
+  assert r["simulations"] == 0 and r["search_root"] == "expectimax"
+  assert "1-move expectimax on the model" in report.format_report(r)
+
+
 def test_true_tree_is_alphazeros_search_with_the_agents_network(nannon_ckpt):
   import envs.nannon_solver as ns
   from anakin_mz.core import registry

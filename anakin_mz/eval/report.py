@@ -130,6 +130,10 @@ def evaluate_checkpoint(
   }
   if agent_kind == "value" or (agent_kind == "search" and "{depth}" in agent.spec.plays):
     out["expectimax_depth"] = search.expectimax_depth
+  if agent_kind == "search" and not agent.spec.plays and search.root == "expectimax":
+    out["simulations"] = 0  # no tree: a full-width expectimax on the model
+    out["expectimax_depth"] = search.expectimax_depth
+    out["search_root"] = "expectimax"
   if search_overrides:
     out["search_overrides"] = list(search_overrides)
   out.update(_match(env, policy, opponent, games, seed, k_match, simulations))
@@ -263,6 +267,8 @@ def format_report(r: Dict[str, object]) -> str:
   depth = r.get("expectimax_depth", 1)  # records older than the setting: 1-ply
   if r["agent"] == "value":  # no tree: AgentSpec.value_policy
     sims = f", {depth}-ply expectimax"
+  elif r.get("search_root") == "expectimax":  # no tree: search.root=expectimax
+    sims = f", {depth}-move expectimax on the model"
   elif plays:  # an agent whose players grow no tree (TD(lambda): expectimax)
     sims = ", " + plays.format(depth=depth)
   algorithm = f"{r['algorithm']} " if "algorithm" in r else ""

@@ -57,7 +57,7 @@ def format_exact(e: Mapping[str, float]) -> str:
   labels = {
     "greedy": "greedy network policy",
     "search": "search policy table",
-    "value": "value head, 1-ply expectimax",
+    "value": "value head, expectimax on the game",
     "model_1ply": "learned model, 1 ply (afterstate)",
     "model_chance": "learned model, 1 ply + chance",
     "true_tree": "h and f in the true-model tree",
