@@ -149,9 +149,9 @@ def test_devices_give_the_same_run_and_a_checkpoint_moves_between_them(tmp_path,
   _two_devices_then_resume_on(8, tmp_path, one_device)
 
 
-# Onto fewer devices: the fast suite resumes an 8-device run on 2 devices
+# Onto fewer devices: the slow suite resumes an 8-device run on 2 devices
 # (tests/test_notebook.py); this one and the two-process test below are -m
-# slow (41 s of CI time for jax.distributed's two processes).
+# slow too (41 s of CI time for jax.distributed's two processes).
 @pytest.mark.slow
 def test_a_two_device_checkpoint_resumes_on_one(tmp_path, one_device):
   _two_devices_then_resume_on(1, tmp_path, one_device)
