@@ -51,6 +51,11 @@ def _run(*args, cwd=None, timeout=300):
       "error: --resume: no checkpoint in '/nonexistent/runs/ctach/checkpoints' to continue "
       "(is --logdir right?); --resume-if-present starts a new run where there is none",
     ),
+    (
+      ["--env=catch", "--resume", "--logdir="],
+      "error: --logdir is empty: give a directory, or leave --logdir out for runs/<env>",
+    ),
+    (["--env=catch", "--logdir", " "], "error: --logdir is empty"),
   ],
 )
 def test_bad_input_is_a_clear_error(args, message):

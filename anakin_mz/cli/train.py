@@ -44,8 +44,8 @@ JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID) joins
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves a checkpoint in
 <logdir>/checkpoints and exits 0; run again with --resume to continue exactly.
 `--resume` where <logdir>/checkpoints holds no checkpoint (a mistyped
---logdir) is an error; `--resume-if-present` continues where there is one
-and starts a new run where there is none.
+--logdir) is an error, as is an empty --logdir; `--resume-if-present`
+continues where there is one and starts a new run where there is none.
 A non-finite loss, gradient norm or parameter stops the run with exit code 3,
 keeping the last good checkpoint and writing nothing non-finite.
 
@@ -136,6 +136,9 @@ def main(argv=None, prog=None) -> int:
     "each device the config's lanes and batch; --resume: the checkpoint's sizes)",
   )
   args = parser.parse_intermixed_args(argv)
+  if args.logdir is not None and not args.logdir.strip():
+    # Not runs/<env> in silence: a --resume would continue another run.
+    parser.error("--logdir is empty: give a directory, or leave --logdir out for runs/<env>")
   try:  # before anything starts JAX
     devices = host.configure(args.devices)
   except ValueError as e:
