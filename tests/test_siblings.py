@@ -182,6 +182,37 @@ def test_the_learner_records_siblings_and_trains_on_them():
   assert plain.buffer.data.sibling_q is None
 
 
+def test_the_batch_holds_the_siblings_of_every_unrolled_step():
+  # The learner test's overrides: the same compiled programs.
+  cfg = tiny.tiny_config(
+    "nannon", "train.checkpoint_every=0", "train.total_updates=4", "loss.sibling_value_weight=1.0"
+  )
+  learner = Learner(cfg)
+  state, _ = learner.jit_step(learner.init(jax.random.PRNGKey(0)))
+  env, k, n = learner.env, cfg.train.unroll_steps, 16
+  prepared = replay.prepare(state.buffer, K=k, num_players=env.num_players, payoff=env.payoff)
+  starts = replay.sample_starts(prepared, jax.random.PRNGKey(1), n)
+  batch = replay.targets_at(
+    prepared, starts, batch_size=n, K=k, num_players=env.num_players, num_actions=env.num_actions
+  )
+  data, phys = jax.device_get((state.buffer.data, prepared.phys))
+  i, lane = np.asarray(starts.i), np.asarray(starts.lane)
+  assert np.asarray(prepared.start_ok)[i, lane].all()
+  action, q = np.asarray(batch.sibling_action), np.asarray(batch.sibling_q)
+  mask = np.asarray(batch.policy_mask)
+  assert action.shape == q.shape == (n, k + 1, env.max_legal_actions)
+  assert mask[:, 0].all() and mask[:, 1:].any() and (~mask[:, 1:]).any()
+  for row in range(n):
+    for step in range(k + 1):
+      slot = phys[min(i[row] + step, phys.shape[0] - 1), lane[row]]
+      if mask[row, step]:  # step t+k's own record (its mover's view)
+        np.testing.assert_array_equal(action[row, step], data.sibling_action[slot, lane[row]])
+        np.testing.assert_array_equal(q[row, step], data.sibling_q[slot, lane[row]])
+        assert action[row, step, 0] >= 0
+      else:
+        assert (action[row, step] == -1).all() and (q[row, step] == 0).all()
+
+
 def test_a_game_the_value_player_cannot_look_ahead_on_is_refused():
   cfg = tiny.tiny_config("minatar-breakout", "loss.sibling_value_weight=1.0")
   with pytest.raises(ValueError, match="sibling_value_weight.*minatar"):

@@ -303,9 +303,9 @@ def sibling_value_loss(
       `dynamics_grad_scale`, as in `Network.unroll`).
     root_latent: `[N, *latent]`, h(o_t) (`UnrollOutput.root_latent`: the
       unroll's own, not computed again).
-    batch: with `sibling_action` `[N, S]` (-1: no move) and `sibling_q`
-      `[N, S]`, the root mover's view (`replay.sample` fills them where the
-      buffer keeps them).
+    batch: with `sibling_action` (-1: no move) and `sibling_q`, `[N, K+1,
+      S]` (`replay.sample` fills them where the buffer keeps them; step 0
+      is read) or `[N, S]` (the start step's alone), the root mover's view.
     discount: the per-transition discount of the targets.
   """
   if batch.sibling_q is None:
@@ -313,16 +313,19 @@ def sibling_value_loss(
       "loss.sibling_value_weight > 0 needs the batch's sibling_q (a replay "
       "buffer built with example_transition(env, siblings=True)); this batch has none"
     )
-  n, slots = batch.sibling_q.shape
+  sib_action, sib_q = batch.sibling_action, batch.sibling_q
+  if sib_q.ndim == 3:  # every step's: the start's is k = 0
+    sib_action, sib_q = sib_action[:, 0], sib_q[:, 0]
+  n, slots = sib_q.shape
   chex.assert_shape(root_latent, (n, ...))
-  valid = batch.sibling_action >= 0
+  valid = sib_action >= 0
   latent = scale_gradient(root_latent, network.config.dynamics_grad_scale)
   tiled = jnp.repeat(latent, slots, axis=0)  # [N * S, ...]
-  actions = jnp.maximum(batch.sibling_action, 0).reshape(n * slots)
+  actions = jnp.maximum(sib_action, 0).reshape(n * slots)
   child, reward_logits, _ = network.dynamics(params, tiled, actions)
   value_logits = network.predict(params, child)[2]
   q = network.to_scalar(reward_logits) + discount * network.to_scalar(value_logits)
-  err = jnp.where(valid, jnp.square(q.reshape(n, slots) - batch.sibling_q), 0.0)
+  err = jnp.where(valid, jnp.square(q.reshape(n, slots) - sib_q), 0.0)
   per_start = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
   return jnp.mean(per_start)
 
