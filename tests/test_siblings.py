@@ -4,6 +4,8 @@ the replay hands them to the loss, and the loss regresses the learned
 model's one-step values of those moves on them; exact numbers on a tiny
 model, the masks, and the errors."""
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +15,7 @@ import envs
 import tiny
 from anakin_mz.agents.replay_learner import Learner
 from anakin_mz.core import lookahead, replay
+from anakin_mz import config as config_lib
 from anakin_mz.core.loss import LossConfig, ndmz_loss, sibling_value_loss
 from anakin_mz.core.networks import Network, NetworkConfig
 
@@ -180,6 +183,274 @@ def test_the_learner_records_siblings_and_trains_on_them():
     jax.random.PRNGKey(0)
   )
   assert plain.buffer.data.sibling_q is None
+
+
+def test_the_batch_holds_the_siblings_of_every_unrolled_step():
+  # The learner test's overrides: the same compiled programs.
+  cfg = tiny.tiny_config(
+    "nannon", "train.checkpoint_every=0", "train.total_updates=4", "loss.sibling_value_weight=1.0"
+  )
+  learner = Learner(cfg)
+  state, _ = learner.jit_step(learner.init(jax.random.PRNGKey(0)))
+  env, k, n = learner.env, cfg.train.unroll_steps, 16
+  prepared = replay.prepare(state.buffer, K=k, num_players=env.num_players, payoff=env.payoff)
+  starts = replay.sample_starts(prepared, jax.random.PRNGKey(1), n)
+  batch = replay.targets_at(
+    prepared, starts, batch_size=n, K=k, num_players=env.num_players, num_actions=env.num_actions
+  )
+  data, phys = jax.device_get((state.buffer.data, prepared.phys))
+  i, lane = np.asarray(starts.i), np.asarray(starts.lane)
+  assert np.asarray(prepared.start_ok)[i, lane].all()
+  action, q = np.asarray(batch.sibling_action), np.asarray(batch.sibling_q)
+  mask = np.asarray(batch.policy_mask)
+  assert action.shape == q.shape == (n, k + 1, env.max_legal_actions)
+  assert mask[:, 0].all() and mask[:, 1:].any() and (~mask[:, 1:]).any()
+  for row in range(n):
+    for step in range(k + 1):
+      slot = phys[min(i[row] + step, phys.shape[0] - 1), lane[row]]
+      if mask[row, step]:  # step t+k's own record (its mover's view)
+        np.testing.assert_array_equal(action[row, step], data.sibling_action[slot, lane[row]])
+        np.testing.assert_array_equal(q[row, step], data.sibling_q[slot, lane[row]])
+        assert action[row, step, 0] >= 0
+      else:
+        assert (action[row, step] == -1).all() and (q[row, step] == 0).all()
+
+
+def _unrolled_sibling_batch(env):
+  """A hand-built batch of 3 starts, K = 2, with every step's siblings
+  `[3, 3, S]` (S = 3): row 0 decides at k = 0 and, the opponent's move, at
+  k = 2 (k = 1 a chance step, whose slots hold values the term must not
+  read); row 1 at k = 0 and, its own again, at k = 1 (k = 2 past the end);
+  row 2 at k = 0 only. Unused slots (-1) hold values too."""
+  n, k, s = 3, 2, env.max_legal_actions
+  a, c = env.num_actions, env.num_chance_outcomes
+  chance, terminal = env.num_players, env.num_players + 1
+  action = np.full((n, k + 1, s), -1, np.int32)
+  action[0, 0, :2] = [1, 4]
+  action[0, 1, :] = [0, 1, 2]  # a chance step: never read
+  action[0, 2, :] = [0, 3, 5]
+  action[1, 0, :1] = [2]
+  action[1, 1, :2] = [0, 6]
+  action[1, 2, :] = [3, 4, 5]  # past the end: never read
+  action[2, 0, :] = [0, 2, 4]
+  action[2, 1:, :] = 1  # chance and past the end: never read
+  q = np.linspace(-0.9, 0.8, n * (k + 1) * s).reshape(n, k + 1, s)
+  q = np.where(action >= 0, q, 5.0)  # the unused slots' values are never read
+  mask = np.array([[1, 0, 1], [1, 1, 0], [1, 0, 0]], bool)
+  identity = np.array([[chance, 1], [0, terminal], [chance, terminal]], np.int32)
+  return replay.Batch(
+    observation=jax.random.normal(jax.random.PRNGKey(7), (n,) + env.observation_shape),
+    actions=jnp.asarray([[3, a + 2], [2, 5], [0, a + 1]], jnp.int32),
+    target_value=jnp.zeros((n, k + 1)),
+    target_reward=jnp.zeros((n, k)),
+    target_policy=jnp.zeros((n, k + 1, a)),
+    policy_mask=jnp.asarray(mask),
+    target_chance=jnp.zeros((n, k + 1, c)),
+    chance_mask=jnp.asarray(~mask),
+    target_identity=jnp.asarray(identity),
+    sibling_action=jnp.asarray(action),
+    sibling_q=jnp.asarray(q, jnp.float32),
+  )
+
+
+def _all_steps_loss(params, net, batch, *, discount, steps="all"):
+  """The term on the unroll's latents, as `ndmz_loss` hands them."""
+  out = net.unroll(params, batch.observation, batch.actions)
+  return sibling_value_loss(
+    params, net, out.root_latent, batch, discount=discount, latents=out.latents, steps=steps
+  )
+
+
+def _reference_all_steps(params, net, batch, *, discount):
+  """The "all" rule, one step and one move at a time with the search's own
+  inference (`Network.root`, `Network.recurrent` along the batch's
+  actions): per step the mean over its legal moves, per sample the mean
+  over its decision steps, then the batch mean. The sign: -1 at a step
+  whose relative player is not 0, in a zero-sum game."""
+  action, q = np.asarray(batch.sibling_action), np.asarray(batch.sibling_q)
+  mask, identity = np.asarray(batch.policy_mask), np.asarray(batch.target_identity)
+  n, k1, _ = q.shape
+  per_sample = []
+  for b in range(n):
+    latent = net.root(params, batch.observation[b : b + 1]).embedding
+    steps = []
+    for k in range(k1):
+      if k > 0:
+        latent = net.recurrent(params, None, batch.actions[b, k - 1 : k], latent).embedding
+      if not mask[b, k]:
+        continue
+      rel = 0 if k == 0 else identity[b, k - 1]
+      sign = -1.0 if net.payoff == "zero_sum" and rel != 0 else 1.0
+      errs = []
+      for slot in np.flatnonzero(action[b, k] >= 0):
+        out = net.recurrent(params, None, jnp.array([action[b, k, slot]]), latent)
+        value = float(out.reward[0]) + discount * float(out.value[0])
+        errs.append((value - sign * float(q[b, k, slot])) ** 2)
+      steps.append(np.mean(errs) if errs else 0.0)
+    per_sample.append(np.mean(steps) if steps else 0.0)
+  return float(np.mean(per_sample))
+
+
+_all_loss = jax.jit(_all_steps_loss, static_argnums=1, static_argnames=("discount", "steps"))
+
+
+def test_all_steps_is_the_per_step_reference_with_the_opponents_sign():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(8))
+  batch = _unrolled_sibling_batch(env)
+  got = float(_all_loss(params, net, batch, discount=0.9))
+  want = _reference_all_steps(params, net, batch, discount=0.9)
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  # A game without opponents (collaborative: the movers share one view)
+  # reads every step's value as recorded.
+  shared = copy.copy(net)
+  shared.payoff = "collaborative"
+  got_shared = float(_all_loss(params, shared, batch, discount=0.9))
+  np.testing.assert_allclose(
+    got_shared, _reference_all_steps(params, shared, batch, discount=0.9), rtol=1e-5
+  )
+  assert abs(got_shared - got) > 1e-3  # the opponent's step (row 0, k = 2) flips
+  # The flip itself: the opponent's targets (row 0, k = 2) set to minus the
+  # model's own values there cost nothing in the zero-sum game, so row 0
+  # costs half its k = 0 step's error (the mean over its two steps).
+  latent = net.unroll(params, batch.observation, batch.actions).latents[0, 1]
+  own = net.recurrent(params, None, batch.sibling_action[0, 2], jnp.stack([latent] * 3))
+  exact = batch.replace(sibling_q=batch.sibling_q.at[0, 2].set(-(own.reward + 0.9 * own.value)))
+  row0 = exact.replace(**_rows(exact, 0))
+  k0_only = row0.replace(policy_mask=row0.policy_mask.at[0, 2].set(False))
+  np.testing.assert_allclose(
+    float(_all_loss(params, net, row0, discount=0.9)),
+    float(_all_loss(params, net, k0_only, discount=0.9)) / 2,
+    rtol=1e-4,
+  )
+  assert float(_all_loss(params, shared, row0, discount=0.9)) > float(
+    _all_loss(params, shared, k0_only, discount=0.9)
+  )
+
+
+def _rows(batch, row):
+  """Row `row` of `batch`, as a batch of one."""
+  return {
+    f: getattr(batch, f)[row : row + 1] for f in batch.keys() if getattr(batch, f) is not None
+  }
+
+
+def test_all_steps_reads_no_masked_step_nor_unused_slot():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(9))
+  batch = _unrolled_sibling_batch(env)
+  base = float(_all_loss(params, net, batch, discount=1.0))
+  read = batch.policy_mask[..., None] & (batch.sibling_action >= 0)
+  moved = batch.replace(
+    sibling_q=jnp.where(read, batch.sibling_q, -7.0),
+    sibling_action=jnp.where(batch.policy_mask[..., None], batch.sibling_action, 2),
+  )
+  assert float(_all_loss(params, net, moved, discount=1.0)) == pytest.approx(base, rel=1e-6)
+  # A decision step's moves are read: changing one changes the term.
+  changed = batch.replace(sibling_q=batch.sibling_q.at[1, 1, 1].add(1.0))
+  assert abs(float(_all_loss(params, net, changed, discount=1.0)) - base) > 1e-4
+
+
+def test_start_steps_are_unchanged_by_every_steps_siblings():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(10))
+  every = _unrolled_sibling_batch(env)
+  start = every.replace(sibling_action=every.sibling_action[:, 0], sibling_q=every.sibling_q[:, 0])
+  cfg = LossConfig(sibling_value_weight=2.0)
+  grad = jax.jit(jax.value_and_grad(lambda p, b: ndmz_loss(p, net, b, cfg, discount=0.9)[0]))
+  (v_every, g_every), (v_start, g_start) = grad(params, every), grad(params, start)
+  assert float(v_every) == float(v_start)  # bit for bit
+  for a, b in zip(jax.tree.leaves(g_every), jax.tree.leaves(g_start), strict=True):
+    np.testing.assert_array_equal(a, b)
+  # "all" differs (it reads later steps), and with K = 0 it is "start".
+  assert float(_all_loss(params, net, every, discount=0.9)) != pytest.approx(
+    float(_all_loss(params, net, every, discount=0.9, steps="start"))
+  )
+  k0 = dict(
+    actions=every.actions[:, :0],
+    target_value=every.target_value[:, :1],
+    target_reward=every.target_reward[:, :0],
+    target_policy=every.target_policy[:, :1],
+    policy_mask=every.policy_mask[:, :1],
+    target_chance=every.target_chance[:, :1],
+    chance_mask=every.chance_mask[:, :1],
+    target_identity=every.target_identity[:, :0],
+    sibling_action=every.sibling_action[:, :1],
+    sibling_q=every.sibling_q[:, :1],
+  )
+  one = every.replace(**k0)
+  np.testing.assert_allclose(
+    float(_all_steps_loss(params, net, one, discount=0.9)),
+    float(_all_steps_loss(params, net, one, discount=0.9, steps="start")),
+    rtol=1e-6,
+  )
+
+
+def test_all_steps_is_weighted_into_the_total_and_trains_g_through_the_unroll():
+  env = _nannon()
+  net = _network(env)
+  params = net.init(jax.random.PRNGKey(11))
+  batch = _unrolled_sibling_batch(env)
+  off, _ = ndmz_loss(params, net, batch, LossConfig())
+  on, terms = ndmz_loss(
+    params, net, batch, LossConfig(sibling_value_weight=3.0, sibling_steps="all"), discount=0.9
+  )
+  np.testing.assert_allclose(float(on) - float(off), 3.0 * float(terms["sibling_value"]), rtol=1e-5)
+  np.testing.assert_allclose(
+    float(terms["sibling_value"]), _reference_all_steps(params, net, batch, discount=0.9), rtol=1e-5
+  )
+  # Only the later steps move with the unroll's actions (g's latents there).
+  other = batch.replace(actions=batch.actions.at[0, 0].set(5).at[1, 0].set(0))
+  assert float(_all_loss(params, net, other, discount=0.9)) != pytest.approx(
+    float(_all_loss(params, net, batch, discount=0.9))
+  )
+  assert float(_all_loss(params, net, other, discount=0.9, steps="start")) == pytest.approx(
+    float(_all_loss(params, net, batch, discount=0.9, steps="start"))
+  )
+  with pytest.raises(ValueError, match=r"K\+1"):  # "all" needs every step's siblings
+    start_only = batch.replace(
+      sibling_action=batch.sibling_action[:, 0], sibling_q=batch.sibling_q[:, 0]
+    )
+    _all_steps_loss(params, net, start_only, discount=0.9)
+
+
+def test_sibling_steps_is_validated():
+  with pytest.raises(ValueError, match="start, all"):
+    LossConfig(sibling_value_weight=1.0, sibling_steps="every")
+  with pytest.raises(ValueError, match="sibling_value_weight"):
+    LossConfig(sibling_steps="all")
+  assert LossConfig().sibling_steps == "start"
+  with pytest.raises(ValueError, match="start, all"):
+    tiny.tiny_config("nannon", "loss.sibling_value_weight=1.0", "loss.sibling_steps=some")
+  cfg = tiny.tiny_config("nannon", "loss.sibling_value_weight=1.0", "loss.sibling_steps=all")
+  assert cfg.loss.sibling_steps == "all"
+  assert config_lib.from_dict(cfg.to_dict()).loss.sibling_steps == "all"
+
+
+def test_a_learner_trains_with_every_steps_siblings():
+  cfg = tiny.tiny_config(
+    "nannon",
+    "train.checkpoint_every=0",
+    "train.total_updates=4",
+    "loss.sibling_value_weight=1.0",
+    "loss.sibling_steps=all",
+  )
+  learner = Learner(cfg)
+  state = learner.init(jax.random.PRNGKey(0))
+  before = state.params
+  for _ in range(2):
+    state, metrics = learner.jit_step(state)
+  value = float(jax.device_get(metrics.terms["sibling_value"]))
+  assert np.isfinite(value) and value > 0
+  moved = sum(
+    float(jnp.sum(jnp.abs(a - b)))
+    for a, b in zip(jax.tree.leaves(state.params["g"]), jax.tree.leaves(before["g"]))
+  )
+  assert moved > 0
+  assert int(jax.device_get(state.update_step)) > 0
 
 
 def test_a_game_the_value_player_cannot_look_ahead_on_is_refused():

@@ -75,13 +75,19 @@ root; the value head's own one-ply values of them are good (the value
 player beats the search). The term needs a game the value player can look
 ahead on (`registry.LOOKAHEAD`); it costs the lookahead in self-play (about
 `max_legal_actions * (1 + C)` calls of h and f per decision) and `S` more
-steps of g and f per sample.
+steps of g and f per sample. With `sibling_steps: all` it trains the same
+at every unrolled decision step t+k, on the latent the unroll reached
+there, with transition t+k's recorded moves and values (self-play records
+them at every decision): a search deeper than one move compares the
+model's values of the opponent's replies k steps into its imagined tree,
+which the start step alone never trains. That costs `(K+1) S` steps of g
+and f per sample instead of `S`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import chex
 import jax
@@ -92,6 +98,10 @@ from anakin_mz.core import lookahead, value_transform
 from anakin_mz.core.networks import Network, scale_gradient
 from anakin_mz.core.replay import Batch, check_batch
 from anakin_mz.core.types import Params, UnrollOutput
+
+
+# The unrolled steps the sibling-value term can train (`LossConfig.sibling_steps`).
+SIBLING_STEPS = ("start", "all")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +124,12 @@ class LossConfig:
     sibling_value_weight: multiplier of the sibling-value term (module doc;
       0 skips it and its self-play lookahead), read like the successor
       value's.
+    sibling_steps: the unrolled steps the sibling-value term trains (one of
+      `SIBLING_STEPS`): "start", the start step's latent h(o_t) alone (the
+      term as first measured, `planning.md` E8), or "all", every step k =
+      0..K that is a decision step of the episode, on the unroll's latent
+      there (`sibling_value_loss`). "all" with `sibling_value_weight` 0 is
+      refused: it would train nothing.
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
@@ -128,13 +144,24 @@ class LossConfig:
   consistency_weight: float = 0.0
   reconstruction_weight: float = 0.0
   sibling_value_weight: float = 0.0
+  sibling_steps: str = "start"
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
   def __post_init__(self):
     for f in dataclasses.fields(self):
-      if float(getattr(self, f.name)) < 0:
+      if f.name != "sibling_steps" and float(getattr(self, f.name)) < 0:
         raise ValueError(f"loss {f.name} must be >= 0, got {getattr(self, f.name)}")
+    if self.sibling_steps not in SIBLING_STEPS:
+      raise ValueError(
+        f"loss sibling_steps must be one of {', '.join(SIBLING_STEPS)}, got {self.sibling_steps!r}"
+      )
+    if self.sibling_steps == "all" and self.sibling_value_weight == 0:
+      raise ValueError(
+        "loss sibling_steps='all' trains the sibling-value term at every unrolled step, "
+        "which sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or "
+        "sibling_steps=start)"
+      )
 
 
 def value_loss(
@@ -292,39 +319,126 @@ def reconstruction_loss(
 
 
 def sibling_value_loss(
-  params: Params, network: Network, root_latent: chex.Array, batch: Batch, *, discount: float
+  params: Params,
+  network: Network,
+  root_latent: chex.Array,
+  batch: Batch,
+  *,
+  discount: float,
+  latents: Optional[chex.Array] = None,
+  steps: str = "start",
 ) -> chex.Array:
-  """The sibling-value term (module doc), averaged over each start's legal
-  moves and then over the batch: `[]`.
+  """The sibling-value term (module doc): `[]`.
+
+  With `steps="start"` (`LossConfig.sibling_steps`), at the start step
+  alone: the squared errors are averaged over each start's legal moves
+  (its slots with an action >= 0; a start with none counts 0) and then
+  over the batch.
+
+  With `steps="all"`, at every unrolled step k = 0..K where `policy_mask[:,
+  k]` (t+k is a decision step of the episode): on the latent the unroll
+  reached there (h(o_t) at k = 0, g's after k actions at k >= 1, as `f`'s
+  values of the other terms read them), each legal move a of transition t+k
+  is valued `r + discount * f(g(s^k, a))` and regressed on its recorded
+  value, turned from the view of the mover at t+k to the start mover's
+  (times -1 in a two-player zero-sum game where the relative player at k,
+  `target_identity[:, k-1]`, is not 0; never in a single-player or
+  collaborative one), as the batch's other targets are. The average: per
+  step over its legal moves (a decision step with none counts 0), then per
+  sample over its decision steps (k = 0 among them), then over the batch:
+  every sample weighs the same whatever its number of decision steps, so
+  the term (and its gradient) is the batch mean of a per-sample number, as
+  the start-only one is, and splitting the batch over devices (the
+  learner's `pmean` of per-device means) does not change it. A step that
+  is no decision step (a chance step, past the episode's end) and a slot
+  with action -1 cost 0 and are not counted. With K = 0 the two agree.
 
   Args:
     params: the network's parameters.
     network: the learned model (g, f; the gradient into g is scaled by
-      `dynamics_grad_scale`, as in `Network.unroll`).
+      `dynamics_grad_scale`, as in `Network.unroll`; its `payoff` decides
+      the sign of an opponent's step).
     root_latent: `[N, *latent]`, h(o_t) (`UnrollOutput.root_latent`: the
       unroll's own, not computed again).
-    batch: with `sibling_action` `[N, S]` (-1: no move) and `sibling_q`
-      `[N, S]`, the root mover's view (`replay.sample` fills them where the
-      buffer keeps them).
+    batch: with `sibling_action` (-1: no move) and `sibling_q`, `[N, K+1,
+      S]` (`replay.sample` fills them where the buffer keeps them; each
+      step's mover's view) or, for "start" only, `[N, S]` (the start step's
+      alone); "all" reads `policy_mask` and `target_identity` too.
     discount: the per-transition discount of the targets.
+    latents: `[N, K, *latent]`, g's latents at depths 1..K
+      (`UnrollOutput.latents`: no step of g is run again); read by "all".
+    steps: "start" or "all" (`SIBLING_STEPS`).
+
+  Raises:
+    ValueError: the batch has no siblings; `steps` is not one of
+      `SIBLING_STEPS`; "all" without every step's siblings or `latents`.
   """
   if batch.sibling_q is None:
     raise ValueError(
       "loss.sibling_value_weight > 0 needs the batch's sibling_q (a replay "
       "buffer built with example_transition(env, siblings=True)); this batch has none"
     )
-  n, slots = batch.sibling_q.shape
+  if steps not in SIBLING_STEPS:
+    raise ValueError(f"sibling steps must be one of {', '.join(SIBLING_STEPS)}, got {steps!r}")
+  if steps == "start":
+    sib_action, sib_q = batch.sibling_action, batch.sibling_q
+    if sib_q.ndim == 3:  # every step's: the start's is k = 0
+      sib_action, sib_q = sib_action[:, 0], sib_q[:, 0]
+    n = sib_q.shape[0]
+    chex.assert_shape(root_latent, (n, ...))
+    valid = sib_action >= 0
+    err = jnp.where(
+      valid,
+      jnp.square(_one_step_values(params, network, root_latent, sib_action, discount) - sib_q),
+      0.0,
+    )
+    per_start = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
+    return jnp.mean(per_start)
+  if batch.sibling_q.ndim != 3 or latents is None:
+    raise ValueError(
+      "loss.sibling_steps=all needs every unrolled step's siblings, sibling_q [N, K+1, S] "
+      "(replay.sample fills them), and the unroll's latents"
+    )
+  n, k1, slots = batch.sibling_q.shape
   chex.assert_shape(root_latent, (n, ...))
-  valid = batch.sibling_action >= 0
-  latent = scale_gradient(root_latent, network.config.dynamics_grad_scale)
-  tiled = jnp.repeat(latent, slots, axis=0)  # [N * S, ...]
-  actions = jnp.maximum(batch.sibling_action, 0).reshape(n * slots)
+  chex.assert_shape(latents, (n, k1 - 1) + root_latent.shape[1:])
+  chex.assert_shape([batch.policy_mask, batch.sibling_action], [(n, k1), (n, k1, slots)])
+  every = jnp.concatenate([root_latent[:, None], latents], axis=1)  # [N, K+1, ...]
+  q = _one_step_values(
+    params,
+    network,
+    every.reshape((n * k1,) + every.shape[2:]),
+    batch.sibling_action.reshape(n * k1, slots),
+    discount,
+  ).reshape(n, k1, slots)
+  # The relative player at each step (0 at the start) turns step k's view
+  # into the start mover's, the one view rule (`lookahead.sign`).
+  rel = jnp.concatenate([jnp.zeros((n, 1), jnp.int32), batch.target_identity], axis=1)
+  target = lookahead.sign(rel, 0, network.payoff == "zero_sum")[..., None] * batch.sibling_q
+  decision = batch.policy_mask
+  valid = (batch.sibling_action >= 0) & decision[..., None]
+  err = jnp.where(valid, jnp.square(q - target), 0.0)
+  per_step = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
+  per_sample = jnp.sum(jnp.where(decision, per_step, 0.0), -1) / jnp.maximum(
+    jnp.sum(decision, -1), 1
+  )
+  return jnp.mean(per_sample)
+
+
+def _one_step_values(
+  params: Params, network: Network, latent: chex.Array, action: chex.Array, discount: float
+) -> chex.Array:
+  """`[M, S]`: the learned model's `r + discount * v` of g(`latent` `[M,
+  ...]`, `action` `[M, S]`) (an action -1 is valued as 0, for the caller to
+  mask), the gradient into g scaled as `Network.unroll` scales it."""
+  m, slots = action.shape
+  latent = scale_gradient(latent, network.config.dynamics_grad_scale)
+  tiled = jnp.repeat(latent, slots, axis=0)  # [M * S, ...]
+  actions = jnp.maximum(action, 0).reshape(m * slots)
   child, reward_logits, _ = network.dynamics(params, tiled, actions)
   value_logits = network.predict(params, child)[2]
   q = network.to_scalar(reward_logits) + discount * network.to_scalar(value_logits)
-  err = jnp.where(valid, jnp.square(q.reshape(n, slots) - batch.sibling_q), 0.0)
-  per_start = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
-  return jnp.mean(per_start)
+  return q.reshape(m, slots)
 
 
 def l2_norm_squared(params: Params) -> chex.Array:
@@ -376,7 +490,13 @@ def ndmz_loss(
     )
   if config.sibling_value_weight > 0:
     terms["sibling_value"] = sibling_value_loss(
-      params, network, outputs.root_latent, batch, discount=discount
+      params,
+      network,
+      outputs.root_latent,
+      batch,
+      discount=discount,
+      latents=outputs.latents,
+      steps=config.sibling_steps,
     )
   l2 = config.l2 * l2_norm_squared(params)
   loss = (

@@ -34,11 +34,16 @@ class Batch:
       (`policy_mask[:, 1:]`: its mover's view, what h is trained on), zeros
       elsewhere; or None (a batch built by hand without it). Read by the
       successor-value term (`loss.successor_value_loss`).
-    sibling_action: int32 `[N, S]`, the legal moves at the start step in
-      `S` slots (-1: none), and sibling_q `[N, S]` their real one-ply values
-      from the start mover's view (`Transition.sibling_q`); or None, where
-      the buffer keeps none. Read by the sibling-value term
-      (`loss.sibling_value_loss`).
+    sibling_action: int32 `[N, K+1, S]`, the legal moves at step t+k in
+      `S` slots (-1: none, and every slot of a step k >= 1 where
+      `policy_mask` is False), and sibling_q `[N, K+1, S]` their real
+      one-ply values from the view of the mover at step t+k
+      (`Transition.sibling_q`; at k = 0 the start mover's; 0 where the
+      action is -1); or None, where the buffer keeps none. A batch built by
+      hand may hold the start step's alone, `[N, S]`. Read by the
+      sibling-value term (`loss.sibling_value_loss`: its "start" steps read
+      k = 0, its "all" steps every k, turned to the start mover's view with
+      `target_identity`).
   """
 
   observation: chex.Array
@@ -91,7 +96,12 @@ def check_batch(
   if (batch.sibling_action is None) != (batch.sibling_q is None):
     raise ValueError("Batch.sibling_action and Batch.sibling_q come together (both or neither)")
   if batch.sibling_q is not None:
-    chex.assert_shape(batch.sibling_q, (n, None), custom_message="Batch.sibling_q must be [N, S]")
+    if batch.sibling_q.ndim == 2:
+      chex.assert_shape(batch.sibling_q, (n, None), custom_message="Batch.sibling_q [N, S]")
+    else:
+      chex.assert_shape(
+        batch.sibling_q, (n, k + 1, None), custom_message="Batch.sibling_q [N, K+1, S] or [N, S]"
+      )
     chex.assert_equal_shape(
       [batch.sibling_action, batch.sibling_q], custom_message="Batch.sibling_action vs sibling_q"
     )
@@ -376,8 +386,13 @@ def _targets(
     successor_observation=jnp.where(obs_mask, successor_obs, 0.0),
   )
   if data.sibling_q is not None:
+    # Every step's, [N, K+1, S]: k = 0 the start's as stored (the fields the
+    # batch held before it held every step's), k >= 1 cleared where t+k is
+    # no decision step of the episode.
+    on = (policy_mask | (jnp.arange(K + 1) == 0))[..., None]
     batch = batch.replace(
-      sibling_action=data.sibling_action[start, lane], sibling_q=data.sibling_q[start, lane]
+      sibling_action=jnp.where(on, data.sibling_action[slot, lane_k], -1).astype(jnp.int32),
+      sibling_q=jnp.where(on, data.sibling_q[slot, lane_k], 0.0),
     )
   check_batch(
     batch,
