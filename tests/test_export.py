@@ -170,11 +170,10 @@ def test_export_writes_the_play_settings_and_evaluate_reads_them(catch_run, tmp_
     "greedy",
   )
   m = export.read(out)
-  assert (m.config.search.num_simulations, m.config.search.root, m.agent_kind) == (
-    3,
-    "gumbel",
-    "greedy",
-  )
+  # The file's play settings are its playing search; self-play's stays as trained.
+  playing = m.config.playing_search
+  assert (playing.num_simulations, playing.root, m.agent_kind) == (3, "gumbel", "greedy")
+  assert m.config.search == restore.load_agent(catch_run[0]).config.search
   assert restore.load_agent(out).agent_kind == "greedy"
   # evaluate plays the file's player with the file's search unless told otherwise
   r = report.evaluate_checkpoint(out, games=2, extra=False)
@@ -189,7 +188,7 @@ def test_export_writes_the_play_settings_and_evaluate_reads_them(catch_run, tmp_
     export_cli.main(["--checkpoint", out, "--out", again, "--search", "backup=expectation"]) == 0
   )
   m2 = export.read(again)
-  assert (m2.config.search.root, m2.config.search.backup, m2.agent_kind) == (
+  assert (m2.config.playing_search.root, m2.config.playing_search.backup, m2.agent_kind) == (
     "gumbel",
     "expectation",
     "greedy",
@@ -210,7 +209,7 @@ def test_play_reads_the_files_settings_and_takes_search(catch_run, tmp_path, mon
   )
   assert play_cli.main(["--env", "catch", "--checkpoint", out]) == 0
   agent, kind = seen[-1]
-  assert (agent.config.search.root, kind) == ("gumbel", "greedy")
+  assert (agent.config.playing_search.root, kind) == ("gumbel", "greedy")
   argv = [
     "--env",
     "catch",
@@ -223,11 +222,8 @@ def test_play_reads_the_files_settings_and_takes_search(catch_run, tmp_path, mon
   ]
   assert play_cli.main(argv) == 0
   agent, kind = seen[-1]
-  assert (agent.config.search.root, agent.config.search.num_simulations, kind) == (
-    "gumbel",
-    5,
-    "search",
-  )
+  playing = agent.config.playing_search
+  assert (playing.root, playing.num_simulations, kind) == ("gumbel", 5, "search")
 
 
 @pytest.mark.parametrize("tool", ["export", "play"])

@@ -575,7 +575,7 @@ def test_random_tables_match_reference(payoff, num_players):
 
 def test_bad_gumbel_settings_raise_clear_errors():
   bad = [
-    (dict(root="alphazero"), r"root must be one of \('puct', 'gumbel'\)"),
+    (dict(root="alphazero"), r"root must be one of \('puct', 'gumbel', 'expectimax'\)"),
     (dict(max_num_considered_actions=0), "max_num_considered_actions"),
     (dict(max_num_considered_actions=2.5), "max_num_considered_actions"),
     (dict(max_num_considered_actions=True), "max_num_considered_actions"),

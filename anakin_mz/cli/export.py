@@ -10,8 +10,9 @@ The file holds the network's parameters and the run's config (no replay
 buffer, no optimizer state): a 2 x 256 Nannon model is 1.4 MB. It also
 carries the play settings to score and ship: --search KEY=VALUE (repeatable,
 the keys of the config's search section, checked as `evaluate --search`
-checks them) changes the config's search, which every tool then searches
-with; --player (search, greedy or value) names the player `evaluate` and
+checks them) changes the config's playing search (`play_search`), which
+every tool then searches with (the search self-play trained with stays in
+the config as it was); --player (search, greedy or value) names the player `evaluate` and
 `play` use unless their own --player says otherwise (default: the input model
 file's, else search). evaluate, play, show-search and tournament take the
 file wherever they take a checkpoint. The library behind it is
