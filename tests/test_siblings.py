@@ -185,6 +185,8 @@ def test_the_learner_records_siblings_and_trains_on_them():
   assert plain.buffer.data.sibling_q is None
 
 
+# A tiny learner's run: slow (the fast suite keeps the term's exact numbers).
+@pytest.mark.slow
 def test_the_batch_holds_the_siblings_of_every_unrolled_step():
   # The learner test's overrides: the same compiled programs.
   cfg = tiny.tiny_config(
@@ -430,6 +432,8 @@ def test_sibling_steps_is_validated():
   assert config_lib.from_dict(cfg.to_dict()).loss.sibling_steps == "all"
 
 
+# A tiny learner's run: slow (the fast suite keeps the term's exact numbers).
+@pytest.mark.slow
 def test_a_learner_trains_with_every_steps_siblings():
   cfg = tiny.tiny_config(
     "nannon",
