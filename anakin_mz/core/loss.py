@@ -386,14 +386,8 @@ def sibling_value_loss(
       sib_action, sib_q = sib_action[:, 0], sib_q[:, 0]
     n = sib_q.shape[0]
     chex.assert_shape(root_latent, (n, ...))
-    valid = sib_action >= 0
-    err = jnp.where(
-      valid,
-      jnp.square(_one_step_values(params, network, root_latent, sib_action, discount) - sib_q),
-      0.0,
-    )
-    per_start = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
-    return jnp.mean(per_start)
+    q = _one_step_values(params, network, root_latent, sib_action, discount)
+    return jnp.mean(_mean_over_moves(q, sib_q, sib_action >= 0))
   if batch.sibling_q.ndim != 3 or latents is None:
     raise ValueError(
       "loss.sibling_steps=all needs every unrolled step's siblings, sibling_q [N, K+1, S] "
@@ -416,13 +410,18 @@ def sibling_value_loss(
   rel = jnp.concatenate([jnp.zeros((n, 1), jnp.int32), batch.target_identity], axis=1)
   target = lookahead.sign(rel, 0, network.payoff == "zero_sum")[..., None] * batch.sibling_q
   decision = batch.policy_mask
-  valid = (batch.sibling_action >= 0) & decision[..., None]
-  err = jnp.where(valid, jnp.square(q - target), 0.0)
-  per_step = jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
+  per_step = _mean_over_moves(q, target, (batch.sibling_action >= 0) & decision[..., None])
   per_sample = jnp.sum(jnp.where(decision, per_step, 0.0), -1) / jnp.maximum(
     jnp.sum(decision, -1), 1
   )
   return jnp.mean(per_sample)
+
+
+def _mean_over_moves(q: chex.Array, target: chex.Array, valid: chex.Array) -> chex.Array:
+  """`[...]`: the squared error of `q` against `target` (`[..., S]`) averaged
+  over the slots `valid` marks (0 where none is valid)."""
+  err = jnp.where(valid, jnp.square(q - target), 0.0)
+  return jnp.sum(err, -1) / jnp.maximum(jnp.sum(valid, -1), 1)
 
 
 def _one_step_values(

@@ -116,6 +116,9 @@ def evaluate_checkpoint(
   policy = policies[agent_kind]
   key = jax.random.PRNGKey(seed)
   k_match, k_extra, k_diag = jax.random.split(key, 3)
+  model_search = agent_kind == "search" and not agent.spec.plays
+  model_expectimax = model_search and search.root == "expectimax"
+  tree = model_search and not model_expectimax
   out: Dict[str, object] = {
     "game": env.id,
     "env_params": dict(env.params),
@@ -124,14 +127,14 @@ def evaluate_checkpoint(
     "step": agent.step,
     "agent": agent_kind,
     "algorithm": agent.config.agent,  # the config's agent (registered): whose policy plays
-    # 0 where no tree of num_simulations plays (the value policy, and agents
-    # whose `plays` says how they play instead: TD(lambda), PPO).
-    "simulations": search.num_simulations if agent_kind == "search" and not agent.spec.plays else 0,
+    # 0 where no tree of num_simulations plays (the value policy, agents
+    # whose `plays` says how they play instead: TD(lambda), PPO, and the
+    # full-width expectimax on the model, `search.root=expectimax`).
+    "simulations": search.num_simulations if tree else 0,
   }
   if agent_kind == "value" or (agent_kind == "search" and "{depth}" in agent.spec.plays):
     out["expectimax_depth"] = search.expectimax_depth
-  if agent_kind == "search" and not agent.spec.plays and search.root == "expectimax":
-    out["simulations"] = 0  # no tree: a full-width expectimax on the model
+  if model_expectimax:
     out["expectimax_depth"] = search.expectimax_depth
     out["search_root"] = "expectimax"
   if search_overrides:

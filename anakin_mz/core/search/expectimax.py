@@ -53,7 +53,7 @@ import jax
 import jax.numpy as jnp
 
 from anakin_mz.core.search.config import SearchOutput
-from anakin_mz.core.search.tree import mover_sign
+from anakin_mz.core.search.tree import identity_logits, mover_sign
 from anakin_mz.core.types import ModelOutput
 
 
@@ -101,9 +101,8 @@ def chunked_action_values(params, rng_key, root: ModelOutput, recurrent_fn, lega
   fits; the last chunk padded with copies of the last root)."""
   batch, num_actions = root.policy_logits.shape
   config = kw["config"]
-  width = min(config.expectimax_width or num_actions, num_actions)
-  outcomes = root.chance_logits.shape[-1]
-  outcomes = min(config.expectimax_chance_width or outcomes, outcomes)
+  width = _width(config.expectimax_width, num_actions)
+  outcomes = _width(config.expectimax_chance_width, root.chance_logits.shape[-1])
   leaves = width * outcomes * (width * outcomes) ** (config.expectimax_depth - 1)
   chunk = max(1, LEAF_BUDGET // leaves)
   if batch <= chunk:
@@ -148,7 +147,7 @@ def action_values(
       `terminal_nodes`).
   """
   batch, num_actions = root.policy_logits.shape
-  width = min(config.expectimax_width or num_actions, num_actions)
+  width = _width(config.expectimax_width, num_actions)
   rule = _Rule(
     params=params,
     recurrent_fn=recurrent_fn,
@@ -165,6 +164,12 @@ def action_values(
   q = jnp.where(tried, q, -jnp.inf)
   out = jnp.full((batch, num_actions), -jnp.inf, q.dtype)
   return out.at[jnp.arange(batch)[:, None], slots].max(q)
+
+
+def _width(setting, available: int) -> int:
+  """The moves or outcomes a node tries: `setting` (None: all) capped at
+  the `available` ones."""
+  return min(setting or available, available)
 
 
 class _Rule:
@@ -196,9 +201,7 @@ class _Rule:
   def value(self, key, out: ModelOutput, moves, *, chance):
     """`[N]`: the value of the nodes the model output `out` `[N]` predicts
     (chance nodes averaged one step deeper where `chance`)."""
-    logits = out.identity_logits
-    if not self.config.terminal_nodes:
-      logits = logits.at[:, self.num_players + 1].set(-jnp.inf)
+    logits = identity_logits(out, self.num_players, terminal_nodes=self.config.terminal_nodes)
     identity = jnp.argmax(logits, axis=-1)
     choice_key, chance_key = jax.random.split(key)
     choice = out.value if moves == 0 else self.best(choice_key, out, identity, moves)
@@ -211,8 +214,7 @@ class _Rule:
   def expected(self, key, out: ModelOutput, moves):
     """`[N]`: the chance policy's expectation over its most likely
     outcomes (renormalised)."""
-    num_outcomes = out.chance_logits.shape[-1]
-    k = min(self.config.expectimax_chance_width or num_outcomes, num_outcomes)
+    k = _width(self.config.expectimax_chance_width, out.chance_logits.shape[-1])
     probs, outcomes = jax.lax.top_k(jax.nn.softmax(out.chance_logits, axis=-1), k)
     kids = self.edges(key, out.embedding, self.num_actions + outcomes, moves, chance=False)
     return jnp.sum(probs * kids, axis=-1) / jnp.sum(probs, axis=-1)

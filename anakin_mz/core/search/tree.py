@@ -102,9 +102,7 @@ def _recurrent(
   out = recurrent_fn(params, model_key, unified.astype(jnp.int32), node.embedding)
   check_model_output(out, node.embedding, batch_size, num_actions, num_outcomes, num_players)
 
-  logits = out.identity_logits
-  if not config.terminal_nodes:
-    logits = logits.at[:, num_players + 1].set(-jnp.inf)
+  logits = identity_logits(out, num_players, terminal_nodes=config.terminal_nodes)
   if config.identity_mode == "sample":
     identity = jax.random.categorical(identity_key, logits)
   else:
@@ -177,13 +175,20 @@ def expected_chance_value(
   check_model_output(
     kids, embedding, batch_size * num_outcomes, num_actions, num_outcomes, num_players
   )
-  logits = kids.identity_logits
-  if not terminal_nodes:
-    logits = logits.at[:, num_players + 1].set(-jnp.inf)
+  logits = identity_logits(kids, num_players, terminal_nodes=terminal_nodes)
   terminal = jnp.argmax(logits, axis=-1) == num_players + 1
   leaf = kids.reward + discount * jnp.where(terminal, 0.0, kids.value)
   probs = jax.nn.softmax(out.chance_logits, axis=-1)
   return jnp.sum(probs * leaf.reshape(batch_size, num_outcomes), axis=-1)
+
+
+def identity_logits(out: ModelOutput, num_players: int, *, terminal_nodes: bool):
+  """`[B, P + 2]`: `out`'s identity logits, the terminal class (P + 1) never
+  chosen where `terminal_nodes` is off (`SearchConfig.terminal_nodes`)."""
+  logits = out.identity_logits
+  if not terminal_nodes:
+    logits = logits.at[:, num_players + 1].set(-jnp.inf)
+  return logits
 
 
 def check_model_output(out, embedding, batch_size, num_actions, num_outcomes, num_players):
