@@ -249,6 +249,13 @@ def test_value_agent_plays_the_value_head_and_bad_kinds_are_named(nannon_ckpt):
       report.evaluate_checkpoint(nannon_ckpt, games=4, agent_kind=kind, extra_policies=bad)
 
 
+def test_extra_policies_on_a_game_without_extra_evaluators_are_refused(catch_ckpt):
+  # Catch (as Carchess, EinStein, Breakthrough) has no extra evaluator: the
+  # named policies would be silently dropped, so the request is refused.
+  with pytest.raises(ValueError, match="catch has no extra evaluator"):
+    report.evaluate_checkpoint(catch_ckpt, games=2, extra_policies=["greedy"])
+
+
 def test_odd_games_in_a_two_player_game(nannon_ckpt):
   err = _error(nannon_ckpt, games=3)
   assert "multiple of 2" in err

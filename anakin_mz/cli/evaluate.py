@@ -85,8 +85,9 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument(
     "--extra-policies",
     default=None,
-    help="comma-separated: which policies the extra evaluators score, of greedy, "
-    "search, value, and the planning diagnosis's model_1ply, model_chance and "
+    help="comma-separated: which policies the game's extra evaluators score (nannon's "
+    "exact tables; a game without one refuses it), of greedy, search, value, and the "
+    "planning diagnosis's model_1ply, model_chance and "
     "true_tree (anakin_mz/eval/planning.py); default greedy and search (nannon 12-5-6's exact "
     "search table takes a search for each of 10.6M decision states, ~20 min a core)",
   )

@@ -97,6 +97,13 @@ def evaluate_checkpoint(
       )
   start = time.perf_counter()
   agent = restore.load_agent(directory, step, expect_env=expect_env)
+  if extra_policies is not None and not envs.bots.evaluators(agent.env.id):
+    # Named policies are scored by the game's extra evaluators only: with none,
+    # the request would be dropped without a word.
+    raise ValueError(
+      f"--extra-policies {','.join(extra_policies)!r}: {agent.env.id} has no extra evaluator "
+      "to score them (Nannon's exact tables are one); --player picks who plays the match"
+    )
   agent_kind = agent.agent_kind if agent_kind is None else agent_kind
   if diagnostics and not agent.spec.capabilities.dynamics_tests:
     raise ValueError(
