@@ -103,7 +103,7 @@ def chunked_action_values(params, rng_key, root: ModelOutput, recurrent_fn, lega
   config = kw["config"]
   width = _width(config.expectimax_width, num_actions)
   outcomes = _width(config.expectimax_chance_width, root.chance_logits.shape[-1])
-  leaves = width * outcomes * (width * outcomes) ** (config.expectimax_depth - 1)
+  leaves = (width * outcomes) ** config.expectimax_depth  # a move and an outcome per level
   chunk = max(1, LEAF_BUDGET // leaves)
   if batch <= chunk:
     return action_values(params, rng_key, root, recurrent_fn, legal, **kw)
