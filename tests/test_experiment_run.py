@@ -250,7 +250,15 @@ def test_the_choice_of_one_program_or_one_after_another(tmp_path):
     ("name: a\nenv: catch\nvariants: {b: []}\ntarget: {value: 1}\n", "needs evaluation.measure"),
     (
       "name: a\nenv: catch\nvariants: {b: {overrides: [], about: x}}\n",
-      r"unknown key\(s\) \['about'\]; valid: overrides, seeds, note",
+      r"unknown key\(s\) \['about'\]; valid: overrides, seeds, note, player",
+    ),
+    (  # a player evaluate does not know: refused before anything trains
+      "name: a\nenv: catch\nvariants: {b: {overrides: [], player: policy}}\n",
+      r"variant 'b': player must be one of search, greedy, value, got 'policy'",
+    ),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {player: best}\n",
+      r"evaluation: player must be one of search, greedy, value, got 'best'",
     ),
   ],
 )
@@ -264,6 +272,19 @@ def test_the_evaluate_command_of_a_spec_names_its_player(tmp_path):
   spec = spec_lib.load(path)
   command = spec_lib.evaluate_command(spec, spec.variants[0], 0, "CKPT", "OUT")
   assert "--player=value" in command and "--agent" not in command
+  # A variant's own player wins over the evaluation's; the others keep it.
+  path = _spec(
+    tmp_path,
+    "name: a\nenv: catch\nvariants:\n  b: []\n  c: {overrides: [], player: greedy}\n"
+    "  d: {overrides: [], player: search}\nevaluation: {player: value}\n",
+  )
+  spec = spec_lib.load(path)
+  b, c, d = spec.variants
+  assert [v.player for v in (b, c, d)] == [None, "greedy", "search"]
+  commands = [spec_lib.evaluate_command(spec, v, 0, "CKPT", "OUT") for v in (b, c, d)]
+  assert "--player=value" in commands[0]
+  assert "--player=greedy" in commands[1] and "--player=value" not in commands[1]
+  assert "--player" not in commands[2]  # search: evaluate's default
 
 
 def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys):

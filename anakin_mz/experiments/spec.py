@@ -34,7 +34,9 @@ A spec is YAML:
 * target: the bar `evaluation.measure` must reach, `{value, source}`
   (`anakin_mz.experiments.target`): each record's `evaluation.target`, and
   the run ends with the report of the planned runs against it.
-* a variant's `note`: what it is; its records' note, and in the report.
+* a variant's `note`: what it is; its records' note, and in the report;
+  its `player`: who plays its evaluation, instead of `evaluation.player`
+  (one checkpoint spec scores several players: the search, the value head).
 * `schedule`: rounds with a score between them, instead of a budget (`schedule`).
 * `checkpoint: PATH-OR-NAME` instead of training: each variant evaluates
   that checkpoint with its `search.KEY=VALUE` overrides (no budget).
@@ -128,6 +130,7 @@ class Variant:
   overrides: Tuple[str, ...]
   seeds: Tuple[int, ...]
   note: str = ""
+  player: Optional[str] = None  # who plays its evaluation (None: evaluation.player)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,20 +184,21 @@ def load(path: str) -> Spec:
     raise ValueError(f"spec {path!r}: variants must map names to override lists")
   for name, v in raw["variants"].items():
     where = f"spec {path!r}: variant {name!r}"
-    own_seeds, note = seeds, ""
+    own_seeds, note, player = seeds, "", None
     if isinstance(v, Mapping):
-      bad = sorted(set(v) - {"overrides", "seeds", "note"})
+      bad = sorted(set(v) - {"overrides", "seeds", "note", "player"})
       if bad:
-        raise ValueError(f"{where}: unknown key(s) {bad}; valid: overrides, seeds, note")
+        raise ValueError(f"{where}: unknown key(s) {bad}; valid: overrides, seeds, note, player")
       if "seeds" in v:
         own_seeds = _seeds(v["seeds"], f"{where}: seeds")
       note = str(v.get("note") or "")
+      player = _player(v.get("player"), f"{where}: player")
       v = v.get("overrides") or []
     if v is None:
       v = []
     if not isinstance(v, list) or not all(isinstance(o, str) and "=" in o for o in v):
       raise ValueError(f"{where}: overrides must be a list of KEY=VALUE, got {v!r}")
-    variants.append(Variant(str(name), tuple(v), own_seeds, note))
+    variants.append(Variant(str(name), tuple(v), own_seeds, note, player))
   budget = raw.get("budget") or {}
   if not isinstance(budget, Mapping) or set(budget) - {"minutes", "updates"}:
     raise ValueError(f"spec {path!r}: budget takes minutes and updates, got {budget!r}")
@@ -214,6 +218,7 @@ def load(path: str) -> Spec:
     raise ValueError(
       f"spec {path!r}: evaluation: unknown key(s) {bad}; valid: {', '.join(_EVAL_KEYS)}"
     )
+  _player(evaluation.get("player"), f"spec {path!r}: evaluation: player")
   model = evaluation.get("model")
   if model is not None and (
     not isinstance(model, str) or not model or not model.replace("_", "").replace("-", "").isalnum()
@@ -257,6 +262,17 @@ def load(path: str) -> Spec:
   if int(evaluation.get("games", 1000)) < 1:
     raise ValueError(f"spec {path!r}: evaluation games must be >= 1")
   return spec
+
+
+def _player(raw, where: str) -> Optional[str]:
+  """A player's name (`anakin-mz evaluate --player`), None where unset."""
+  from anakin_mz.runtime.export import AGENT_KINDS
+
+  if raw is None:
+    return None
+  if raw not in AGENT_KINDS:
+    raise ValueError(f"{where} must be one of {', '.join(AGENT_KINDS)}, got {raw!r}")
+  return str(raw)
 
 
 def _seeds(raw, where: str) -> Tuple[int, ...]:
@@ -425,13 +441,13 @@ def unstarted(logdir: str) -> bool:
   )
 
 
-def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
+def _eval_settings(spec: Spec, seed: int, variant: Variant) -> Dict[str, object]:
   ev = spec.evaluation
   return {
     "games": int(ev.get("games", 1000)),
     "seed": seed if ev.get("seed") is None else int(ev["seed"]),
     "opponent": ev.get("opponent"),
-    "player": str(ev.get("player", "search")),
+    "player": variant.player or str(ev.get("player", "search")),
     "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
     **({} if ev.get("model") is None else {"model": ev["model"]}),
   }
@@ -439,7 +455,7 @@ def _eval_settings(spec: Spec, seed: int) -> Dict[str, object]:
 
 def evaluate_command(spec: Spec, variant: Variant, seed: int, checkpoint: str, out: str) -> str:
   """The `anakin-mz evaluate` command that scores this run."""
-  ev = _eval_settings(spec, seed)
+  ev = _eval_settings(spec, seed, variant)
   args = ["anakin-mz", "evaluate", f"--checkpoint={checkpoint}", f"--games={ev['games']}"]
   args.append(f"--seed={ev['seed']}")
   if ev["opponent"] is not None:
@@ -542,7 +558,7 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
   trained = _train(spec, variant, seed, logdir, progress, log)
   checkpoint = spec.checkpoint or os.path.join(logdir, "checkpoints")
   eval_json = os.path.join(logdir, "eval.json")
-  settings = _eval_settings(spec, seed)
+  settings = _eval_settings(spec, seed, variant)
   log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
   result = report.evaluate_checkpoint(
     checkpoint,
