@@ -262,15 +262,11 @@ def test_odd_games_in_a_two_player_game(nannon_ckpt):
 
 
 def _evaluate_main(capsys, *args):
-  """`anakin-mz evaluate ARGS` in this process (a fresh one costs about 1.8 s
-  of imports): its exit code and stderr. An exception other than the
-  parser's exit propagates (a traceback a user would see)."""
+  """`anakin-mz evaluate ARGS` in this process (`tiny.run_main`): its exit
+  code and stderr."""
   from anakin_mz.cli import evaluate as evaluate_cli
 
-  try:
-    code = evaluate_cli.main(list(args))
-  except SystemExit as e:
-    code = e.code
+  code = tiny.run_main(evaluate_cli.main, *args)
   return code, capsys.readouterr().err
 
 

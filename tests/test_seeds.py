@@ -248,11 +248,7 @@ def test_the_cli_trains_a_study_into_one_directory_per_seed(tmp_path, capsys):
 
   logdir = tmp_path / "cli"
   args = ["--env=catch", "--seeds", "0", "1", "--devices=1", f"--logdir={logdir}"]
-  dispatch = jax.config.read("jax_cpu_enable_async_dispatch")  # host.configure sets it
-  try:
-    code = train_cli.main([*args, "--no-progress", *tiny.TINY, *EXTRA])
-  finally:
-    jax.config.update("jax_cpu_enable_async_dispatch", dispatch)
+  code = tiny.run_main(train_cli.main, *args, "--no-progress", *tiny.TINY, *EXTRA)
   out = capsys.readouterr()
   assert code == 0, out.out + out.err
   assert "study: seeds 0, 1 in one program" in out.out
