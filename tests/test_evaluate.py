@@ -261,23 +261,33 @@ def test_odd_games_in_a_two_player_game(nannon_ckpt):
   assert "multiple of 2" in err
 
 
-def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path):
+def _evaluate_main(capsys, *args):
+  """`anakin-mz evaluate ARGS` in this process (`tiny.run_main`): its exit
+  code and stderr."""
+  from anakin_mz.cli import evaluate as evaluate_cli
+
+  code = tiny.run_main(evaluate_cli.main, *args)
+  return code, capsys.readouterr().err
+
+
+def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path, capsys):
+  # The first through the script, as a user runs it; the others in this process.
   missing = str(tmp_path / "nope")
   out = tiny.run_script("evaluate", "--checkpoint", missing)
   assert out.returncode == 2 and "does not exist" in out.stderr and missing in out.stderr
   assert "Traceback" not in out.stderr
-  out = tiny.run_script("evaluate", "--bot", "random")
-  assert out.returncode == 2 and "--bot needs --env" in out.stderr
-  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "random", "--player", "policy")
-  assert out.returncode == 2 and "argument --player: invalid choice: 'policy'" in out.stderr
-  assert "Traceback" not in out.stderr
-  out = tiny.run_script(
-    "evaluate", "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy"
+  code, err = _evaluate_main(capsys, "--bot", "random")
+  assert code == 2 and "--bot needs --env" in err
+  code, err = _evaluate_main(capsys, "--env", "nannon", "--bot", "random", "--player", "policy")
+  assert code == 2 and "argument --player: invalid choice: 'policy'" in err
+  assert "Traceback" not in err
+  code, err = _evaluate_main(
+    capsys, "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy"
   )
-  assert out.returncode == 2 and "cannot go with --no-extra" in out.stderr
+  assert code == 2 and "cannot go with --no-extra" in err
 
 
-def test_bot_errors_name_the_game_and_list_only_its_bots():
+def test_bot_errors_name_the_game_and_list_only_its_bots(capsys):
   nannon, breakthrough = envs.make("nannon"), envs.make("breakthrough")
   assert envs.bots.specs(nannon) == ("random", "optimal")
   assert envs.bots.specs(breakthrough) == ("random", "mcts[:simulations]")
@@ -295,9 +305,9 @@ def test_bot_errors_name_the_game_and_list_only_its_bots():
     str(e.value)
   )
   assert "optimal" not in str(e.value) and "greedy" not in str(e.value)
-  out = tiny.run_script("evaluate", "--env", "nannon", "--bot", "nosuchbot")
-  assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-  assert "error: unknown bot 'nosuchbot' for nannon; valid: random, optimal " in out.stderr
+  code, err = _evaluate_main(capsys, "--env", "nannon", "--bot", "nosuchbot")
+  assert code == 2 and "Traceback" not in err, err
+  assert "error: unknown bot 'nosuchbot' for nannon; valid: random, optimal " in err
 
 
 def test_a_bot_against_a_bot():

@@ -4,13 +4,12 @@ the shipped PureJaxRL configs, clear errors, and PPO through `anakin-mz
 train --agent=ppo` (its one path: the config library and the run loop)."""
 
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiny
 
 import envs
 from anakin_mz import config as config_lib
@@ -19,7 +18,6 @@ from anakin_mz.agents.ppo import PPO, PPOSection, Rollout, gae
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.runtime import run, summary
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 # 256 env steps an iteration, 40 iterations: Catch is learnt in ~8k steps.
 # PureJaxRL's gamma 0.99 and clipping 0.5, 10 iterations a logged step.
@@ -210,28 +208,23 @@ def test_run_loop_trains_checkpoints_and_resumes_exactly(tmp_path):
   assert actions.shape == (3,)
 
 
-def test_train_script_trains_and_resumes_ppo(tmp_path):
-  logdir = str(tmp_path / "run")
-  args = [
-    sys.executable,
-    os.path.join(ROOT, "scripts", "train.py"),
-    "--env=catch",
-    "--agent=ppo",
-    "--logdir",
-    logdir,
-    "--no-progress",
-    "--devices=1",
-    *TINY_PPO[1:],
-  ]
-  out = subprocess.run(
-    [*args, "--updates=2"], capture_output=True, text=True, timeout=600, cwd=ROOT
-  )
-  assert out.returncode == 0, out.stdout + out.stderr
-  assert "last saved update 2" in out.stdout, out.stdout
-  # `--resume` continues it to the config's budget, as for every agent.
+def test_train_script_trains_and_resumes_ppo(tmp_path, capsys):
+  # `anakin-mz train --agent=ppo` in this process (`tiny.run_main`): the
+  # run-loop test's config, so its compiled step is reused rather than
+  # traced again in two fresh processes.
+  from anakin_mz.cli import train as train_cli
   from anakin_mz.runtime import checkpoint as ckpt
 
-  out = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=600, cwd=ROOT)
-  assert out.returncode == 0, out.stdout + out.stderr
-  assert "last saved update 4" in out.stdout, out.stdout
+  logdir = str(tmp_path / "run")
+  args = ["--env=catch", "--agent=ppo", "--logdir", logdir, "--no-progress", "--devices=1"]
+  args += list(TINY_PPO[1:])
+  code = tiny.run_main(train_cli.main, *args, "--updates=2")
+  out = capsys.readouterr()
+  assert code == 0, out.out + out.err
+  assert "last saved update 2" in out.out, out.out
+  # `--resume` continues it to the config's budget, as for every agent.
+  code = tiny.run_main(train_cli.main, *args, "--resume")
+  out = capsys.readouterr()
+  assert code == 0, out.out + out.err
+  assert "last saved update 4" in out.out, out.out
   assert ckpt.steps(os.path.join(logdir, "checkpoints")) == (2, 4)

@@ -29,6 +29,9 @@ TRAIN = os.path.join(ROOT, "scripts", "train.py")
 # test_seeds and test_train_cli.
 TINY = list(tiny_lib.TINY) + [tiny_lib.FIXED_SPAN]
 UPDATES_PER_STEP = 4
+# The budget is in `run`'s key of the steps it keeps compiled (`run._STEPS`),
+# so the tests share a few: 8 and 12, 100000 for every run stopped before its
+# budget, 400 for the non-finite runs (this process and the CLI's).
 
 
 def tiny(*extra):
@@ -67,7 +70,9 @@ def test_final_save_happens_once(tmp_path, updates, every, expected):
 
 def test_an_update_budget_between_two_steps_says_where_the_run_stops(tmp_path, capsys):
   # --updates 2 runs one whole step (4 updates here): the run says so first.
-  result = run.train(tiny(), logdir=str(tmp_path), max_updates=2, progress=False)
+  # (total_updates=8: the step test_final_save_happens_once compiled.)
+  cfg = tiny("train.total_updates=8")
+  result = run.train(cfg, logdir=str(tmp_path), max_updates=2, progress=False)
   assert result.saved_step == UPDATES_PER_STEP
   notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
   assert notes == [
@@ -111,7 +116,7 @@ def test_a_second_run_of_the_same_config_reuses_the_compiled_step(tmp_path):
 def test_a_stop_callback_ends_the_run_after_the_step_it_names_and_saves(tmp_path):
   """`run.train(stop=...)`: asked after each step with its row, True ends
   the run there (a round of games in `compare`), checkpointed."""
-  cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
+  cfg = tiny("train.total_updates=100000", "train.checkpoint_every=1000")
   seen = []
 
   def stop(row):
@@ -139,7 +144,7 @@ def _ticking_clock(monkeypatch):
 
 def test_minutes_budget_stops_mid_interval_and_saves(tmp_path, monkeypatch):
   _ticking_clock(monkeypatch)
-  cfg = tiny("train.total_updates=10000", "train.checkpoint_every=1000")
+  cfg = tiny("train.total_updates=100000", "train.checkpoint_every=1000")
   # The budget is checked after each step: the run makes its first and
   # stops, between two checkpoints.
   result = run.train(cfg, logdir=str(tmp_path), max_minutes=0.5 / 60, progress=False)
@@ -156,7 +161,7 @@ def test_minutes_budget_evaluates_where_it_stops(tmp_path, monkeypatch):
   reached (the untrained agent is scored at step 0 before the budget
   check)."""
   _ticking_clock(monkeypatch)
-  cfg = tiny("train.total_updates=10000", "train.eval_every=1000")
+  cfg = tiny("train.total_updates=100000", "train.eval_every=1000")
   result = run.train(
     cfg,
     logdir=str(tmp_path),
@@ -486,35 +491,34 @@ def test_kill_then_stop_then_resume_is_bit_identical(tmp_path, how):
   _assert_trees_equal(resumed, full.state.params)
 
 
-def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path):
+def test_cli_nonfinite_exits_nonzero_with_one_line(tmp_path, capsys):
   # Also the CLI's overrides between options: the learning rate that makes
   # the loss non-finite is given as `--updates 400 train.learning_rate=1e30
   # --logdir ...`; were it dropped or misparsed, the run would train its 400
   # updates and exit 0. (Options after the overrides, on a run that ends
   # well: the resumes in `test_kill_then_stop_then_resume_is_bit_identical`. A test of
-  # its own cost CI about 18 s for one more subprocess.)
-  out = subprocess.run(
-    [
-      sys.executable,
-      TRAIN,
-      "--env=catch",
-      "--updates",
-      "400",
-      "train.learning_rate=1e30",
-      f"--logdir={tmp_path}",
-      "--no-progress",
-      "--devices=1",
-      *TINY,
-      "train.max_grad_norm=1e30",
-      "train.checkpoint_every=4",
-    ],
-    cwd=ROOT,
-    env=tiny_lib.cpu_env(),
-    capture_output=True,
-    text=True,
-    timeout=300,
+  # its own cost CI about 18 s for one more subprocess.) In this process
+  # (`tiny.run_main`): the config of
+  # `test_nonfinite_loss_stops_the_run_and_keeps_the_last_good_checkpoint`,
+  # whose compiled step it reuses; the script's exit status is main's.
+  from anakin_mz.cli import train as train_cli
+
+  code = tiny_lib.run_main(
+    train_cli.main,
+    "--env=catch",
+    "--updates",
+    "400",
+    "train.learning_rate=1e30",
+    f"--logdir={tmp_path}",
+    "--no-progress",
+    "--devices=1",
+    *TINY,
+    "train.total_updates=400",
+    "train.max_grad_norm=1e30",
+    "train.checkpoint_every=4",
   )
-  assert out.returncode == 3, out.stdout + out.stderr
-  assert "Traceback" not in out.stderr
-  errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-  assert len(errors) == 1 and "non-finite values at update" in errors[0], out.stderr
+  out = capsys.readouterr()
+  assert code == 3, out.out + out.err
+  assert "Traceback" not in out.err
+  errors = [line for line in out.err.splitlines() if line.startswith("error:")]
+  assert len(errors) == 1 and "non-finite values at update" in errors[0], out.err

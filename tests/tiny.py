@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from anakin_mz import config as config_lib
 
@@ -80,6 +80,25 @@ def run_script(
     cwd=ROOT if cwd is None else cwd,
     env=None if env is None else dict(env),
   )
+
+
+def run_main(main: Callable[[List[str]], int], *args: str) -> int:
+  """A tool's `main(ARGS)` in this process (a fresh one costs seconds of
+  imports, and traces again a step this process may hold compiled): its
+  exit code, the parser's exit (`SystemExit`) included; any other exception
+  propagates, as the traceback a user would see. The test reads the output
+  with `capsys`. JAX has started here with one CPU device: a command that
+  trains needs `--devices=1`. `host.configure` turns off asynchronous
+  dispatch for the process; it is restored after."""
+  import jax
+
+  dispatch = jax.config.read("jax_cpu_enable_async_dispatch")
+  try:
+    return main(list(args))
+  except SystemExit as e:
+    return e.code
+  finally:
+    jax.config.update("jax_cpu_enable_async_dispatch", dispatch)
 
 
 def cells(text: Union[str, Sequence[str]]) -> List[Tuple[str, ...]]:
