@@ -60,9 +60,9 @@ compiled program with a seed axis, issue 64) when
   budget means the same in one program);
 * the agent's step takes a seed axis (`capabilities.seed_axis`);
 * the memory fits: the bytes of one learner's state (params, optimizer
-  state, replay, self-play lanes: `state_bytes`, from shapes alone) x the
-  seeds x `SAFETY` (the state in and out of a step, a stopped seed's
-  copy, the step's temporaries) against the free memory (`free_memory`:
+  state, replay, self-play lanes: `study_memory.state_bytes`, from shapes alone) x the
+  seeds x `study_memory.SAFETY` (the state in and out of a step, a stopped seed's
+  copy, the step's temporaries) against the free memory (`study_memory.free_memory`:
   `MemAvailable` of /proc/meminfo on a CPU, `bytes_limit - bytes_in_use`
   summed over an accelerator's devices; unknown: one program).
 
@@ -92,6 +92,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from anakin_mz.experiments import records as records_lib
 from anakin_mz.experiments import schedule as schedule_lib, schedule_run
+from anakin_mz.experiments import study_memory
 from anakin_mz.experiments import target as target_lib
 
 _KEYS = (
@@ -110,8 +111,6 @@ _KEYS = (
 )
 # `run`'s `together`: whether a variant's seeds train as one program.
 TOGETHER = ("auto", "yes", "no")
-# A study's estimated memory: its state's bytes x this (module doc).
-SAFETY = 4
 
 _EVAL_KEYS = (
   "games",
@@ -345,44 +344,6 @@ def study_dir(spec: Spec, runs: str, variant: Variant, seeds: Sequence[int]) -> 
   return os.path.join(where, f"{variant.name}_seeds_{'_'.join(map(str, seeds))}")
 
 
-def state_bytes(config) -> int:
-  """The bytes of one learner's state under `config` (params, optimizer
-  state, replay, self-play lanes: its global arrays), from its shapes alone
-  (`jax.eval_shape` of its `init`: nothing is allocated or compiled)."""
-  import jax
-  import numpy as np
-
-  from anakin_mz.core import registry
-
-  learner = registry.make_learner(config)
-  shapes = jax.eval_shape(learner.init, jax.random.PRNGKey(0))
-  return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
-
-
-def free_memory() -> Tuple[Optional[int], str]:
-  """(bytes, what they are) of the memory a study could take: on an
-  accelerator `bytes_limit - bytes_in_use` summed over this process's
-  devices (`memory_stats`), on a CPU `MemAvailable` of /proc/meminfo;
-  (None, why) where neither is known."""
-  import jax
-
-  devices = jax.local_devices()
-  if devices[0].platform != "cpu":
-    stats = [d.memory_stats() or {} for d in devices]
-    if all("bytes_limit" in x for x in stats):
-      free = sum(int(x["bytes_limit"]) - int(x.get("bytes_in_use", 0)) for x in stats)
-      return free, f"free on {len(devices)} {devices[0].platform} device(s)"
-    return None, f"the {devices[0].platform} devices report no memory"
-  try:
-    with open("/proc/meminfo", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("MemAvailable:"):
-          return int(line.split()[1]) * 1024, "free host memory"
-  except OSError:
-    pass
-  return None, "no /proc/meminfo"
-
-
 def choose(
   spec: Spec, variant: Variant, seeds: Sequence[int], together: str = "auto"
 ) -> Tuple[bool, str]:
@@ -412,19 +373,14 @@ def choose(
       f"the {spec.minutes:g}-minute budget would be split among the seeds of one program; "
       "seeds together yes shares it"
     )
-  need = state_bytes(config) * len(seeds) * SAFETY
-  free, what = free_memory()
+  need = study_memory.state_bytes(config) * len(seeds) * study_memory.SAFETY
+  free, what = study_memory.free_memory()
+  size = study_memory.size_text
   if free is None:
-    return True, f"est. {_size(need)}; {what}"
+    return True, f"est. {size(need)}; {what}"
   if need > free:
-    return False, f"would need est. {_size(need)}, {_size(free)} {what}"
-  return True, f"est. {_size(need)} of {_size(free)} {what}"
-
-
-def _size(nbytes: int) -> str:
-  if nbytes < 2**30:
-    return f"{nbytes / 2**20:.3g} MiB"
-  return f"{nbytes / 2**30:.3g} GiB"
+    return False, f"would need est. {size(need)}, {size(free)} {what}"
+  return True, f"est. {size(need)} of {size(free)} {what}"
 
 
 def check_together(together: str) -> None:
