@@ -461,3 +461,35 @@ def test_a_game_the_value_player_cannot_look_ahead_on_is_refused():
   cfg = tiny.tiny_config("minatar-breakout", "loss.sibling_value_weight=1.0")
   with pytest.raises(ValueError, match="sibling_value_weight.*minatar"):
     Learner(cfg)
+
+
+def test_sibling_depth_sets_the_targets_expectimax_depth():
+  # The learner's SiblingFn at loss.sibling_depth=2 is the value head's
+  # two-move expectimax on the real game (lookahead.siblings on it), not the
+  # one-ply values of the default.
+  env = _nannon()
+  state = _states(env, 6, jax.random.PRNGKey(2))
+  base = ("train.checkpoint_every=0", "loss.sibling_value_weight=1.0")
+  deep = Learner(tiny.tiny_config("nannon", *base, "loss.sibling_depth=2"))
+  flat = Learner(tiny.tiny_config("nannon", *base))
+  params = deep.network.init(jax.random.PRNGKey(1))
+  value = deep.agent.value(deep.network, params)
+  got = jax.jit(deep._sibling_fn())(params, state)
+  one = jax.jit(flat._sibling_fn())(params, state)
+  for depth, have in ((2, got), (1, one)):
+    policy = lookahead.expectimax_policy(env, value, discount=deep.config.discount, depth=depth)
+    want = jax.jit(lookahead.siblings, static_argnums=0)(policy, state)
+    np.testing.assert_array_equal(np.asarray(have[0]), np.asarray(want[0]))
+    np.testing.assert_allclose(np.asarray(have[1]), np.asarray(want[1]), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(one[0]))  # the same moves
+  assert np.abs(np.asarray(got[1]) - np.asarray(one[1])).max() > 1e-4  # other values
+
+
+def test_sibling_depth_is_validated():
+  with pytest.raises(ValueError, match="sibling_depth must be an int in 1..3, got 4"):
+    LossConfig(sibling_value_weight=1.0, sibling_depth=4)
+  with pytest.raises(ValueError, match="sibling_depth=2 .* sibling_value_weight 0"):
+    LossConfig(sibling_depth=2)
+  with pytest.raises(ValueError, match="sibling_depth must be of type int"):
+    tiny.tiny_config("nannon", "loss.sibling_value_weight=1.0", "loss.sibling_depth=1.5")
+  assert LossConfig().sibling_depth == 1

@@ -159,13 +159,18 @@ class Learner(BaseLearner):
 
   def _sibling_fn(self):
     """The self-play `SiblingFn` of the sibling-value term (the value
-    head's one-ply values of every legal move), or None where it is off."""
+    head's values of every legal move in an expectimax of
+    `loss.sibling_depth` moves on the real game), or None where it is off."""
     if not self.siblings:
       return None
 
     def siblings(params, state):
       policy = self.agent.value_policy(
-        self.network, params, self.env, discount=self.config.discount
+        self.network,
+        params,
+        self.env,
+        discount=self.config.discount,
+        depth=self.config.loss.sibling_depth,
       )
       return lookahead.siblings(policy, state)
 

@@ -32,6 +32,7 @@ import sys
 
 import envs
 from anakin_mz.cli import options
+from anakin_mz.core import players
 
 
 def main(argv=None, prog=None) -> int:
@@ -65,7 +66,7 @@ def main(argv=None, prog=None) -> int:
   )
   options.add_player(
     parser,
-    ("search", "greedy", "value"),
+    players.PLAYERS,
     help="search: greedy search; greedy: the greedy network policy; "
     "value: the value head in an expectimax of search.expectimax_depth moves on the real "
     "game (a diagnostic of the value head alone); default: a model file's own "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 
 from anakin_mz.cli import options
+from anakin_mz.core import players
 
 
 def main(argv=None, prog=None) -> int:
@@ -47,7 +48,7 @@ def main(argv=None, prog=None) -> int:
   )
   options.add_player(
     parser,
-    ("search", "greedy", "value"),
+    players.PLAYERS,
     help="the player evaluate and play use by default (default: the input model file's, "
     "else search)",
   )

@@ -25,6 +25,7 @@ from typing import Callable
 
 import envs
 from anakin_mz.cli import options
+from anakin_mz.core import players
 
 
 def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
@@ -36,7 +37,7 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   parser.add_argument("--simulations", type=int, default=None)
   options.add_player(
     parser,
-    ("search", "greedy"),
+    players.INTERACTIVE_PLAYERS,
     help="search: greedy search; greedy: the greedy network policy; "
     "default: a model file's own player (search where it names value), else search",
   )
@@ -70,7 +71,11 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
     parser.error(f"--seat must be in 0..{agent.env.num_players - 1}")
   kind = args.player
   if kind is None:
-    kind = agent.agent_kind if agent.agent_kind in ("search", "greedy") else "search"
+    kind = (
+      agent.agent_kind
+      if agent.agent_kind in players.INTERACTIVE_PLAYERS
+      else players.DEFAULT_PLAYER
+    )
     if kind != agent.agent_kind:
       print(f"note: play has no {agent.agent_kind} player; the search plays")
   try:

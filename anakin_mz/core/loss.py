@@ -130,6 +130,15 @@ class LossConfig:
       0..K that is a decision step of the episode, on the unroll's latent
       there (`sibling_value_loss`). "all" with `sibling_value_weight` 0 is
       refused: it would train nothing.
+    sibling_depth: the moves of the real-game expectimax whose value each
+      sibling's target is (`lookahead.expectimax_policy`'s `depth`, 1..3):
+      1, the value head's one ply (the term as first measured); 2 also tries
+      every reply to every chance outcome, a target above the one-ply
+      player's own values (the value head two moves deep plays better than
+      one move, `planning.md` E9), so the model's one move can learn more
+      than the value head's one ply. Its self-play cost grows with the
+      replies times the outcomes. > 1 with `sibling_value_weight` 0 is
+      refused: it would train nothing.
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
@@ -145,6 +154,7 @@ class LossConfig:
   reconstruction_weight: float = 0.0
   sibling_value_weight: float = 0.0
   sibling_steps: str = "start"
+  sibling_depth: int = 1
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
@@ -155,6 +165,14 @@ class LossConfig:
     if self.sibling_steps not in SIBLING_STEPS:
       raise ValueError(
         f"loss sibling_steps must be one of {', '.join(SIBLING_STEPS)}, got {self.sibling_steps!r}"
+      )
+    depth = self.sibling_depth
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 3:
+      raise ValueError(f"loss sibling_depth must be an int in 1..3, got {depth!r}")
+    if depth > 1 and self.sibling_value_weight == 0:
+      raise ValueError(
+        f"loss sibling_depth={depth} sets the sibling-value term's targets, which "
+        "sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or sibling_depth=1)"
       )
     if self.sibling_steps == "all" and self.sibling_value_weight == 0:
       raise ValueError(

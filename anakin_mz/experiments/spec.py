@@ -90,6 +90,7 @@ import shlex
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from anakin_mz.core import players
 from anakin_mz.experiments import records as records_lib
 from anakin_mz.experiments import schedule as schedule_lib, schedule_run
 from anakin_mz.experiments import study_memory
@@ -265,12 +266,10 @@ def load(path: str) -> Spec:
 
 def _player(raw, where: str) -> Optional[str]:
   """A player's name (`anakin-mz evaluate --player`), None where unset."""
-  from anakin_mz.runtime.export import AGENT_KINDS
-
   if raw is None:
     return None
-  if raw not in AGENT_KINDS:
-    raise ValueError(f"{where} must be one of {', '.join(AGENT_KINDS)}, got {raw!r}")
+  if raw not in players.PLAYERS:
+    raise ValueError(f"{where} must be one of {', '.join(players.PLAYERS)}, got {raw!r}")
   return str(raw)
 
 

@@ -40,6 +40,7 @@ from flax import serialization, traverse_util
 
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
+from anakin_mz.core import players
 from anakin_mz.core.types import Params
 
 FORMAT = "anakin-mz-model/1"
@@ -49,11 +50,10 @@ SUFFIX = ".msgpack"
 # docs/results/models.md says how each was trained and scores.
 SHIPPED = ("nannon", "nannon_12_5_6", "einstein", "breakthrough", "carchess")
 
-# The players a model file may name as its default (`agent_kind`): its greedy
-# search, its greedy network policy, or its value head in an expectimax on the
-# real game (`eval.report.AGENT_KINDS`, evaluate's and play's --player).
-AGENT_KINDS = ("search", "greedy", "value")
-DEFAULT_AGENT_KIND = "search"
+# The players a model file may name as its default (`agent_kind`;
+# `core.players`).
+AGENT_KINDS = players.PLAYERS
+DEFAULT_AGENT_KIND = players.DEFAULT_PLAYER
 
 
 @dataclasses.dataclass(frozen=True)
