@@ -25,15 +25,8 @@ import envs.bots
 from anakin_mz import config as config_lib
 from anakin_mz.config import sections
 from anakin_mz.eval import dynamics, match, opponents, planning
-from anakin_mz.runtime import export
-from anakin_mz.core import registry
+from anakin_mz.core import players, registry
 from anakin_mz.runtime import restore
-
-# What plays for a checkpoint: its greedy search, its greedy network policy,
-# or its value head in an expectimax on the real game
-# (`AgentSpec.value_policy`, which judges the value head without the policy
-# head or the learned model). A model file names its default (`agent_kind`).
-AGENT_KINDS = export.AGENT_KINDS
 
 
 def scorable_policies(agent_kind: str) -> Tuple[str, ...]:
@@ -82,8 +75,8 @@ def evaluate_checkpoint(
   Returns a JSON-ready dict. Raises CheckpointError / ValueError with a clear
   message for any bad input.
   """
-  if agent_kind is not None and agent_kind not in AGENT_KINDS:
-    raise ValueError(f"--player must be one of {AGENT_KINDS}, got {agent_kind!r}")
+  if agent_kind is not None and agent_kind not in players.PLAYERS:
+    raise ValueError(f"--player must be one of {players.PLAYERS}, got {agent_kind!r}")
   if games < 1:
     raise ValueError(f"--games must be >= 1, got {games}")
   if simulations is not None and simulations < 1:

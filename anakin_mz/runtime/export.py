@@ -50,11 +50,6 @@ SUFFIX = ".msgpack"
 # docs/results/models.md says how each was trained and scores.
 SHIPPED = ("nannon", "nannon_12_5_6", "einstein", "breakthrough", "carchess")
 
-# The players a model file may name as its default (`agent_kind`;
-# `core.players`).
-AGENT_KINDS = players.PLAYERS
-DEFAULT_AGENT_KIND = players.DEFAULT_PLAYER
-
 
 @dataclasses.dataclass(frozen=True)
 class Model:
@@ -66,7 +61,7 @@ class Model:
     step: the update step the params were saved at.
     env_id, env_version: the game they were trained on.
     path: the file read.
-    agent_kind: the player evaluate and play use by default (`AGENT_KINDS`).
+    agent_kind: the player evaluate and play use by default (`core.players.PLAYERS`).
   """
 
   config: config_lib.Config
@@ -75,7 +70,7 @@ class Model:
   env_id: str
   env_version: int
   path: str
-  agent_kind: str = DEFAULT_AGENT_KIND
+  agent_kind: str = players.DEFAULT_PLAYER
 
 
 def shipped_path(name: str) -> str:
@@ -101,14 +96,14 @@ def write(
   step: int,
   env_id: str,
   env_version: int,
-  agent_kind: str = DEFAULT_AGENT_KIND,
+  agent_kind: str = players.DEFAULT_PLAYER,
 ) -> int:
   """Writes a model file (parent directories made); returns its size in
   bytes. `agent_kind` is the player evaluate and play use by default.
   Raises ValueError for params with a non-finite entry or an unknown
   `agent_kind`."""
-  if agent_kind not in AGENT_KINDS:
-    raise ValueError(f"agent kind must be one of {', '.join(AGENT_KINDS)}, got {agent_kind!r}")
+  if agent_kind not in players.PLAYERS:
+    raise ValueError(f"agent kind must be one of {', '.join(players.PLAYERS)}, got {agent_kind!r}")
   host = jax.tree.map(np.asarray, jax.device_get(params))
   bad = ckpt.nonfinite_leaves(host)
   if bad:
@@ -145,9 +140,10 @@ def read(path: str) -> Model:
     raise ckpt.older_format(path, "no agent_kind: written before model files named their player")
   config = ckpt.saved_config(json.loads(doc["config"]), "model file", path)
   agent_kind = doc["agent_kind"]
-  if agent_kind not in AGENT_KINDS:
+  if agent_kind not in players.PLAYERS:
     raise ckpt.CheckpointError(
-      f"model file {path!r} names agent kind {agent_kind!r}, not one of {', '.join(AGENT_KINDS)}"
+      f"model file {path!r} names agent kind {agent_kind!r}, "
+      f"not one of {', '.join(players.PLAYERS)}"
     )
   return Model(
     config=config,

@@ -41,6 +41,7 @@ from flax import serialization
 from anakin_mz.config import legacy
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
+from anakin_mz.core import players
 
 KEPT_SUFFIX = ".pre-migrate"
 
@@ -110,7 +111,7 @@ def _migrate_model_file(path: str, out: Optional[str]) -> Migration:
   doc = export.read_document(path)
   changes: List[str] = []
   if "agent_kind" not in doc:
-    doc["agent_kind"] = export.DEFAULT_AGENT_KIND
+    doc["agent_kind"] = players.DEFAULT_PLAYER
     changes.append("agent_kind search added (the player of a file without one)")
   config, notes = _upgrade_config(json.loads(doc["config"]), path)
   if notes:

@@ -14,7 +14,7 @@ import envs
 from anakin_mz import config as config_lib
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz.runtime import export
-from anakin_mz.core import registry
+from anakin_mz.core import players, registry
 from anakin_mz.core.search import SearchConfig
 from anakin_mz.core.types import Model, Params
 
@@ -33,7 +33,7 @@ class Agent:
   step: int
   meta: Dict[str, object]
   directory: str
-  agent_kind: str = export.DEFAULT_AGENT_KIND
+  agent_kind: str = players.DEFAULT_PLAYER
 
   @property
   def spec(self) -> registry.AgentSpec:
