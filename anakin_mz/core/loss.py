@@ -95,6 +95,7 @@ import jax.numpy as jnp
 import optax
 
 from anakin_mz.core import lookahead, value_transform
+from anakin_mz.core.checks import is_int
 from anakin_mz.core.networks import Network, scale_gradient
 from anakin_mz.core.replay import Batch, check_batch
 from anakin_mz.core.types import Params, UnrollOutput
@@ -169,7 +170,7 @@ class LossConfig:
         f"loss sibling_steps must be one of {', '.join(SIBLING_STEPS)}, got {self.sibling_steps!r}"
       )
     depth = self.sibling_depth
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 3:
+    if not is_int(depth) or not 1 <= depth <= 3:
       raise ValueError(f"loss sibling_depth must be an int in 1..3, got {depth!r}")
     if depth > 1 and self.sibling_value_weight == 0:
       raise ValueError(

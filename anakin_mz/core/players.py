@@ -1,6 +1,7 @@
 """Who plays for a trained agent (`anakin-mz evaluate/play/export --player`,
-an experiment spec's `player:`, a model file's `agent_kind`). Free of JAX, so
-the command-line tools can offer the names before anything compiles."""
+an experiment spec's `player:`, a model file's `agent_kind`). In core, the
+layer below cli, experiments and runtime, so that each of them reads the one
+list instead of keeping its own."""
 
 # Its greedy search, its greedy network policy, or its value head in an
 # expectimax of `play_search.expectimax_depth` moves on the real game (a

@@ -10,6 +10,8 @@ from typing import Optional, Tuple
 import chex
 import mctx
 
+from anakin_mz.core.checks import is_int
+
 PAYOFFS = ("single", "zero_sum", "collaborative")
 _IDENTITY_MODES = ("sample", "argmax")
 _CHANCE_MODES = ("sample", "prior_minus_visits")
@@ -203,15 +205,15 @@ class SearchConfig:
   backup: str = "mean"
 
   def __post_init__(self):
-    if not _is_int(self.num_simulations) or self.num_simulations < 1:
+    if not is_int(self.num_simulations) or self.num_simulations < 1:
       raise ValueError(f"num_simulations must be an int >= 1, got {self.num_simulations!r}")
-    if not _is_int(self.expectimax_depth) or not 1 <= self.expectimax_depth <= 3:
+    if not is_int(self.expectimax_depth) or not 1 <= self.expectimax_depth <= 3:
       raise ValueError(f"expectimax_depth must be an int in 1..3, got {self.expectimax_depth!r}")
     width = self.expectimax_width
-    if width is not None and (not _is_int(width) or width < 1):
+    if width is not None and (not is_int(width) or width < 1):
       raise ValueError(f"expectimax_width must be null (all actions) or an int >= 1, got {width!r}")
     width = self.expectimax_chance_width
-    if width is not None and (not _is_int(width) or width < 1):
+    if width is not None and (not is_int(width) or width < 1):
       raise ValueError(
         f"expectimax_chance_width must be null (all outcomes) or an int >= 1, got {width!r}"
       )
@@ -221,7 +223,7 @@ class SearchConfig:
         f"expectimax_min_prior must be below 1 (a probability threshold), got "
         f"{self.expectimax_min_prior!r}"
       )
-    if self.max_depth is not None and (not _is_int(self.max_depth) or self.max_depth < 1):
+    if self.max_depth is not None and (not is_int(self.max_depth) or self.max_depth < 1):
       raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
     if self.identity_mode not in _IDENTITY_MODES:
       raise ValueError(
@@ -320,7 +322,7 @@ class SearchConfig:
     if self.root not in _ROOTS:
       raise ValueError(f"root must be one of {_ROOTS}, got {self.root!r}")
     m = self.max_num_considered_actions
-    if not _is_int(m) or m < 1:
+    if not is_int(m) or m < 1:
       raise ValueError(f"max_num_considered_actions must be an int >= 1, got {m!r}")
     self._check_number("gumbel_scale", 0.0, strict=False)
     self._check_number("completed_q_value_scale", 0.0, strict=True)
@@ -367,7 +369,3 @@ class SearchOutput:
   action_weights: chex.Array
   root_value: chex.Array
   search_tree: mctx.Tree
-
-
-def _is_int(x):
-  return isinstance(x, numbers.Integral) and not isinstance(x, bool)
