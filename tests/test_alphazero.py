@@ -209,7 +209,7 @@ def test_alphazero_learner_trains_policy_and_value_only():
   learner = registry.make_learner(config)
   assert isinstance(learner.network, TrueModel)
   state = learner.init(jax.random.PRNGKey(0))
-  new, metrics = learner.jit_step(learner.jit_step(state)[0])
+  new, metrics = learner.jit_step(learner.jit_step(jax.tree.map(jnp.copy, state))[0])
   terms = {"value", "policy", "l2", "total", "loss", "grad_norm", "params"}
   assert set(metrics["nonfinite"]) == terms  # no reward, chance or identity term
   assert int(new.update_step) >= learner.updates_per_chunk

@@ -213,7 +213,9 @@ def test_learner_step_flags_nonfinite_and_does_not_apply_it():
   state = learner.init(jax.random.PRNGKey(0))
   flagged = None
   for _ in range(50):
+    kept = jax.tree.map(jax.numpy.copy, state)  # jit_step deletes the state it steps
     new_state, metrics = learner.jit_step(state)
+    state = kept
     metrics = jax.device_get(metrics)
     if any(bool(v) for v in metrics["nonfinite"].values()):
       flagged = metrics

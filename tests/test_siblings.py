@@ -444,7 +444,7 @@ def test_a_learner_trains_with_every_steps_siblings():
   )
   learner = Learner(cfg)
   state = learner.init(jax.random.PRNGKey(0))
-  before = state.params
+  before = jax.tree.map(jnp.copy, state.params)  # jit_step deletes the state it steps
   for _ in range(2):
     state, metrics = learner.jit_step(state)
   value = float(jax.device_get(metrics.terms["sibling_value"]))

@@ -95,7 +95,7 @@ class _Subject:
     if int(metrics.updates_applied) == 0:
       raise ValueError(f"{name}: no update applied after warm-up")
     self.state: TrainState = state
-    self.chain = state
+    self.chain = jax.tree.map(jax.numpy.copy, state)  # jit_step deletes what it steps
     env, net, search = learner.env, learner.network, learner.agent.search
     search_cfg = config.search
     temperature = learner.temperature(state.update_step)
@@ -289,21 +289,39 @@ def report(profiles: Sequence[Profile]) -> str:
 
 
 def time_step(config: Config, *, repeats: int = 8, warmup: int = 3) -> float:
-  """Median wall seconds of one `Learner.jit_step` (the run loop's Anakin
-  step, on every device of the mesh), after `warmup` steps (compilation
-  included)."""
+  """Median wall seconds of one Anakin step as the run loop makes it
+  (`Learner.jit_step`, on every device of the mesh), after `warmup` steps
+  (compilation included)."""
+  return time_steps(config, ways=("donated",), repeats=repeats, warmup=warmup)["donated"]
+
+
+def time_steps(
+  config: Config,
+  *,
+  ways: Sequence[str] = ("copied", "donated"),
+  repeats: int = 8,
+  warmup: int = 3,
+) -> Dict[str, float]:
+  """Median wall seconds of one Anakin step, jitted each of `ways`: "copied"
+  (`Learner.copying_step`: each step writes a fresh state, the replay buffer
+  copied) and "donated" (`Learner.jit_step`, the run loop's), taking turns
+  call by call (`scripts/benchmark_donation.py`)."""
   learner = Learner(config)
-  state = learner.init_sharded(config.seed)
-  for _ in range(warmup):
-    state, _ = learner.jit_step(state)
-    jax.block_until_ready(state)
-  times = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    state, _ = learner.jit_step(state)
-    jax.block_until_ready(state)
-    times.append(time.perf_counter() - t0)
-  return float(np.median(times))
+  every = {"copied": learner.copying_step, "donated": learner.jit_step}
+  unknown = sorted(set(ways) - set(every))
+  if unknown:
+    raise ValueError(f"unknown ways {unknown}; valid: {', '.join(every)}")
+  fns = {name: every[name] for name in ways}
+  states = {name: learner.init_sharded(config.seed) for name in fns}
+  times: Dict[str, List[float]] = {name: [] for name in fns}
+  for i in range(warmup + repeats):
+    for name, fn in fns.items():
+      t0 = time.perf_counter()
+      states[name], _ = fn(states[name])
+      jax.block_until_ready(states[name])
+      if i >= warmup:
+        times[name].append(time.perf_counter() - t0)
+  return {name: float(np.median(t)) for name, t in times.items()}
 
 
 # Instructions that launch no kernel of their own.

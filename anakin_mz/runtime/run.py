@@ -36,6 +36,7 @@ from typing import Callable, Dict, List, Optional
 
 import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
@@ -50,7 +51,7 @@ from anakin_mz.runtime import step_cache
 from anakin_mz.runtime.step_cache import KEPT as _STEPS_KEPT  # noqa: F401 (tests read it)
 from anakin_mz.runtime.step_cache import STEPS as _STEPS  # noqa: F401 (tests read it)
 from anakin_mz.runtime.learner import BaseLearner
-from anakin_mz.runtime.mesh import make_mesh
+from anakin_mz.runtime.mesh import make_mesh, unaliased
 from anakin_mz.runtime import summary
 from anakin_mz.runtime.summary import SummaryWriter
 
@@ -439,6 +440,9 @@ class _Loop:
     # alone logs and shows the progress bar.
     # The wall-clock budget (--minutes) counts compilation, as a user's clock does.
     start = time.perf_counter()
+    # The step donates the state it is given (`OnMesh.jit_step`), which must
+    # hold no buffer twice.
+    self.state = unaliased(self.state)
     step_fn = step_cache.compiled_step(self.study or learner, self.state)
     lead = jax.process_index() == 0
     first = self.steps()
@@ -497,6 +501,7 @@ class _Loop:
         "(press Ctrl-C again to stop at once)"
       )
     )
+    in_flight = None  # a step's (state, metrics) until they are checked and kept
     try:
       with signals:
         for run in runs:
@@ -508,7 +513,11 @@ class _Loop:
           if not active.any():
             break
           t0 = time.perf_counter()
-          new_state, metrics = step_fn(self.state)
+          # A study whose seeds stop apart keeps the stopped seeds' state:
+          # a copy, as the step deletes the state it is given.
+          old = None if active.all() else jax.tree.map(jnp.copy, self.state)
+          in_flight = step_fn(self.state)  # self.state is deleted from here on ...
+          new_state, metrics = in_flight
           metrics = jax.device_get(metrics)
           for run in runs:
             if active[run.index or 0]:
@@ -523,8 +532,9 @@ class _Loop:
               if bad is not None:
                 raise NonFiniteError(run.label + bad)
           if not active.all():  # the seeds at the budget stay there
-            new_state = self.study.keep(active, new_state, self.state)
-          self.state = new_state
+            new_state = self.study.keep(active, new_state, old)
+          self.state = new_state  # ... to here
+          in_flight = None
           dt = max(time.perf_counter() - t0, 1e-9)  # a coarse clock can read 0
           steps = self.steps()
           env_steps = np.atleast_1d(np.asarray(jax.device_get(self.state.env_steps)))
@@ -590,11 +600,22 @@ class _Loop:
         for run in runs:
           self.save(run)
     except KeyboardInterrupt:
-      # A second Ctrl-C: the state is still the last complete step.
+      # A second Ctrl-C. Until a step's call returns the state is the last
+      # complete step; after it (the old state donated and deleted) the step
+      # in flight is, saved only if it wrote nothing non-finite.
       stopped_by = "SIGINT"
-      say("interrupted: saving the last complete step")
-      for run in runs:
-        self.save(run)
+      save = True
+      if in_flight is not None and any(x.is_deleted() for x in jax.tree.leaves(self.state)):
+        new_state, metrics = in_flight
+        metrics = jax.device_get(metrics)
+        save = not any(any(map(bool, run.one(metrics).nonfinite.values())) for run in runs)
+        self.state = new_state
+      if save:
+        say("interrupted: saving the last complete step")
+        for run in runs:
+          self.save(run)
+      else:
+        say("interrupted during a step that went non-finite: nothing saved")
     finally:
       for run in runs:
         if run.writer is not None:
