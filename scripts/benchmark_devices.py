@@ -25,7 +25,6 @@ it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ import subprocess
 import sys
 
 import envs
+from anakin_mz.cli import options
 from anakin_mz.runtime import scaling
 
 WORKER = r"""
@@ -55,13 +55,8 @@ print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.update
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
-  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser = options.parser(__doc__, None)
+  options.add_env_config(parser, envs.registered(), config=False)
   parser.add_argument(
     "--devices", type=int, nargs="+", default=[1, 2], help="device counts (all cores)"
   )

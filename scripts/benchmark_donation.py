@@ -15,7 +15,6 @@ one; `section.key=value` arguments override it. See
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import envs
@@ -24,14 +23,8 @@ from anakin_mz.cli import options
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
-  parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
-  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser = options.parser(__doc__, None)
+  options.add_env_config(parser, envs.registered())
   parser.add_argument("--repeats", type=int, default=6, help="timed calls of each (median)")
   args = parser.parse_args(argv)
   if args.env not in envs.registered():

@@ -16,7 +16,6 @@ YAML file or a shipped config; `section.key=value` arguments override it
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import envs
@@ -25,14 +24,8 @@ from anakin_mz.cli import options
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(
-    description=__doc__.split("\n")[0],
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-    epilog=__doc__,
-  )
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
-  parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
-  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+  parser = options.parser(__doc__, None)
+  options.add_env_config(parser, envs.registered())
   parser.add_argument("--repeats", type=int, default=5, help="timed calls per piece (median)")
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)

@@ -28,6 +28,18 @@ def parser(doc: str, prog: Optional[str]) -> argparse.ArgumentParser:
   )
 
 
+def add_env_config(
+  parser: argparse.ArgumentParser, registered: Sequence[str], *, config: bool = True
+) -> None:
+  """The benchmarks' config arguments: `--env` (one of `registered`),
+  `--config` (unless `config` is False) and the `section.key=value`
+  overrides."""
+  parser.add_argument("--env", required=True, help=f"one of {', '.join(registered)}")
+  if config:
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+  parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+
+
 class Renamed(argparse.Action):
   """An option that was renamed (`--agent` of evaluate, play and export, now
   `--player`): given, it is refused in one line on stderr naming the new
