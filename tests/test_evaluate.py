@@ -454,6 +454,18 @@ def test_learning_table_reads_every_run_at_the_same_budget():
   assert plots.value_at(a, "selfplay/return_p0", "env_steps", 4000) == pytest.approx(4.0)
   assert plots.value_at(a, "selfplay/return_p0", "env_steps", 20000) is None  # never reached
   assert plots.value_at(a, "eval/x_score_mean", "env_steps", 10) is None  # not logged
+  # The tag's last log interval empty (no episode ended): the run, not the
+  # tag, says where it ends; read over the window's points. A tag that
+  # stops before the window is None, not its last value carried on.
+  gap = dict(
+    a, **{"selfplay/return_p0": (a["selfplay/return_p0"][0][:-1], a["selfplay/return_p0"][1][:-1])}
+  )
+  assert plots.value_at(gap, "selfplay/return_p0", "env_steps", 10000) == pytest.approx(9.0)
+  assert plots.value_at(a, "selfplay/return_p0", "env_steps", 10000) == pytest.approx(9.5)
+  early = dict(
+    a, **{"selfplay/return_p0": (a["selfplay/return_p0"][0][:5], a["selfplay/return_p0"][1][:5])}
+  )
+  assert plots.value_at(early, "selfplay/return_p0", "env_steps", 10000) is None
   # 10 minutes = update 100 for both; window [9, 10] min = updates 90..100
   assert plots.value_at(b, "selfplay/return_p0", "wall", 10.0) == pytest.approx(9.5)
   # sparse: points at 0 and 100 updates only; [9, 10] min of b holds none of them

@@ -216,12 +216,21 @@ def value_at(
   evaluations), interpolated linearly between its neighbours. The untrained
   agent's point (update 0) is never in the mean, whatever the window: on a
   short run whose compilation is most of its wall-clock it would otherwise
-  be. None where the run lacks the tag or the axis, or ends before `x`."""
+  be. None where the run lacks the tag or the axis, or ends before `x`.
+  The run's end is its axis's last point, not the tag's: the self-play
+  return has no point in a log interval where no episode ended, often the
+  last one (a run of 2M env steps whose return was last logged at 1.997M is
+  read at 2M over its window). A tag whose last point is before the window
+  is None there too, not extrapolated."""
   if tag not in scalars:
     return None
   steps, values = scalars[tag]
   xs = _x_values(scalars, steps, axis)
-  if xs is None or not len(xs) or xs.max() < x * (1 - 1e-6):
+  if xs is None or not len(xs):
+    return None
+  axis_tag, factor, _ = X_AXES[axis]
+  run_end = float(np.max(scalars[axis_tag][1])) * factor
+  if run_end < x * (1 - 1e-6) or xs.max() < (1 - window) * x:
     return None
   finite = np.isfinite(values)
   keep = (xs >= (1 - window) * x) & (xs <= x * (1 + 1e-6)) & finite & (steps > 0)
