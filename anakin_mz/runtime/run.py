@@ -502,6 +502,7 @@ class _Loop:
       )
     )
     in_flight = None  # a step's (state, metrics) until they are checked and kept
+    old = None  # a study's state before the step, while some seeds stand still
     try:
       with signals:
         for run in runs:
@@ -609,7 +610,7 @@ class _Loop:
         new_state, metrics = in_flight
         metrics = jax.device_get(metrics)
         save = not any(any(map(bool, run.one(metrics).nonfinite.values())) for run in runs)
-        self.state = new_state
+        self.state = new_state if old is None else self.study.keep(active, new_state, old)
       if save:
         say("interrupted: saving the last complete step")
         for run in runs:
