@@ -145,8 +145,8 @@ class OnMesh:
     the old one is deleted (`state, metrics = learner.jit_step(state)`;
     copy a state you will read again, `jax.tree.map(jnp.copy, state)`).
     A step that wrote a fresh state would copy the whole of it, replay
-    buffer included, every call: on one CPU core 5-15 % of a MinAtar Space
-    Invaders step at replays of 16k-64k transitions, 20 % at 262k
+    buffer included, every call: on one CPU core 6-8 % of a MinAtar Space
+    Invaders step at replays of 16k-64k transitions, 12 % at 262k
     (`copying_step`, `scripts/benchmark_donation.py`)."""
     return DonatingStep(self._jit(donate=True))
 
