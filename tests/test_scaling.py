@@ -207,3 +207,9 @@ def test_benchmark_devices_prints_every_setting_against_the_pinned_core():
 def test_benchmark_devices_bad_preset_is_a_clear_error():
   proc = tiny.run_script("benchmark_devices", "--env=catch", "--preset=gpu", timeout=120)
   assert proc.returncode == 2 and "unknown preset 'gpu'; presets: cpu, per-device" in proc.stderr
+
+
+def test_benchmark_devices_unknown_env_is_a_clear_error():
+  proc = tiny.run_script("benchmark_devices", "--env=chess", timeout=120)
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert "unknown env 'chess'; registered envs: " in proc.stderr and "nannon" in proc.stderr

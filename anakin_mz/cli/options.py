@@ -31,10 +31,19 @@ def parser(doc: str, prog: Optional[str]) -> argparse.ArgumentParser:
 def add_env_config(
   parser: argparse.ArgumentParser, registered: Sequence[str], *, config: bool = True
 ) -> None:
-  """The benchmarks' config arguments: `--env` (one of `registered`),
-  `--config` (unless `config` is False) and the `section.key=value`
-  overrides."""
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(registered)}")
+  """The benchmarks' config arguments: `--env` (one of `registered`, any
+  other refused by argparse: exit 2 naming the registered envs), `--config`
+  (unless `config` is False) and the `section.key=value` overrides."""
+  names = tuple(registered)
+
+  def env_name(text: str) -> str:
+    if text not in names:
+      raise argparse.ArgumentTypeError(
+        f"unknown env {text!r}; registered envs: {', '.join(names)}"
+      )
+    return text
+
+  parser.add_argument("--env", required=True, type=env_name, help=f"one of {', '.join(names)}")
   if config:
     parser.add_argument("--config", default=None, help=CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
