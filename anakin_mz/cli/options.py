@@ -38,9 +38,7 @@ def add_env_config(
 
   def env_name(text: str) -> str:
     if text not in names:
-      raise argparse.ArgumentTypeError(
-        f"unknown env {text!r}; registered envs: {', '.join(names)}"
-      )
+      raise argparse.ArgumentTypeError(f"unknown env {text!r}; registered envs: {', '.join(names)}")
     return text
 
   parser.add_argument("--env", required=True, type=env_name, help=f"one of {', '.join(names)}")
