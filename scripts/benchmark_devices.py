@@ -32,7 +32,6 @@ import statistics
 import subprocess
 import sys
 
-import envs
 from anakin_mz.cli import options
 from anakin_mz.runtime import scaling
 
@@ -56,7 +55,7 @@ print(json.dumps({"devices": jax.device_count(), "updates_per_s": learner.update
 
 def main(argv=None) -> int:
   parser = options.parser(__doc__, None)
-  options.add_env_config(parser, envs.registered(), config=False)
+  options.add_env_config(parser, config=False)
   parser.add_argument(
     "--devices", type=int, nargs="+", default=[1, 2], help="device counts (all cores)"
   )

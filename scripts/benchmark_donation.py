@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import sys
 
-import envs
 from anakin_mz import config as config_lib
 from anakin_mz.cli import options
 
 
 def main(argv=None) -> int:
   parser = options.parser(__doc__, None)
-  options.add_env_config(parser, envs.registered())
+  options.add_env_config(parser)
   parser.add_argument("--repeats", type=int, default=6, help="timed calls of each (median)")
   args = parser.parse_args(argv)
   if args.repeats < 1:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import sys
 
-import envs
 from anakin_mz import config as config_lib
 from anakin_mz.cli import options
 
 
 def main(argv=None) -> int:
   parser = options.parser(__doc__, None)
-  options.add_env_config(parser, envs.registered())
+  options.add_env_config(parser)
   parser.add_argument("--repeats", type=int, default=5, help="timed calls per piece (median)")
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)

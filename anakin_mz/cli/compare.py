@@ -107,7 +107,7 @@ def _refuse_unused(parser, args) -> None:
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument("--env", help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument("--env", type=options.env_name, help=f"one of {', '.join(envs.registered())}")
   parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides for every run")
   parser.add_argument(
@@ -232,8 +232,6 @@ def main(argv=None, prog=None) -> int:
 
   if not args.env:
     parser.error("--env is required (unless --report-only)")
-  if args.env not in envs.registered():
-    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   given = [b for b in (args.env_steps, args.minutes, args.games) if b is not None]
   if len(given) != 1:
     parser.error("give one budget: --env-steps N, --minutes M or --games G")

@@ -48,6 +48,7 @@ def main(argv=None, prog=None) -> int:
   parser.add_argument(
     "--env",
     default=None,
+    type=options.env_name,
     help="the game (--bot); with --checkpoint: fail unless it is for this game",
   )
   parser.add_argument(
@@ -103,8 +104,6 @@ def main(argv=None, prog=None) -> int:
   args = parser.parse_args(argv)
   if args.search and args.bot is not None:
     parser.error("--search changes a --checkpoint's search; a --bot has its own")
-  if args.env is not None and args.env not in envs.registered():
-    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if (args.checkpoint is None) == (args.bot is None):
     parser.error("give exactly one of --checkpoint DIR and --bot SPEC")
   if args.bot is not None and args.env is None:

@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
+import envs
+
 CONFIG_HELP = (
   "a YAML file, or the name of a shipped config (e.g. nannon_12_5_6); "
   "default: the env's own (anakin_mz/configs/<env>.yaml, else the generic one of its kind)"
@@ -28,20 +30,22 @@ def parser(doc: str, prog: Optional[str]) -> argparse.ArgumentParser:
   )
 
 
-def add_env_config(
-  parser: argparse.ArgumentParser, registered: Sequence[str], *, config: bool = True
-) -> None:
-  """The benchmarks' config arguments: `--env` (one of `registered`, any
-  other refused by argparse: exit 2 naming the registered envs), `--config`
+def env_name(text: str) -> str:
+  """An argparse type for `--env`: a registered game's name; any other is
+  refused by argparse (exit 2, naming the registered envs)."""
+  if text not in envs.registered():
+    raise argparse.ArgumentTypeError(
+      f"unknown env {text!r}; registered envs: {', '.join(envs.registered())}"
+    )
+  return text
+
+
+def add_env_config(parser: argparse.ArgumentParser, *, config: bool = True) -> None:
+  """The benchmarks' config arguments: `--env` (`env_name`), `--config`
   (unless `config` is False) and the `section.key=value` overrides."""
-  names = tuple(registered)
-
-  def env_name(text: str) -> str:
-    if text not in names:
-      raise argparse.ArgumentTypeError(f"unknown env {text!r}; registered envs: {', '.join(names)}")
-    return text
-
-  parser.add_argument("--env", required=True, type=env_name, help=f"one of {', '.join(names)}")
+  parser.add_argument(
+    "--env", required=True, type=env_name, help=f"one of {', '.join(envs.registered())}"
+  )
   if config:
     parser.add_argument("--config", default=None, help=CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")

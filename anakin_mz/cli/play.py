@@ -30,7 +30,9 @@ from anakin_mz.core import players
 
 def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument(
+    "--env", required=True, type=options.env_name, help=f"one of {', '.join(envs.registered())}"
+  )
   parser.add_argument("--checkpoint", required=True, help=options.CHECKPOINT_HELP)
   parser.add_argument("--step", type=int, default=None)
   parser.add_argument("--seat", type=int, default=0)
@@ -51,8 +53,6 @@ def main(argv=None, prog=None, read: Callable[[str], str] = input) -> int:
   )
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
-  if args.env not in envs.registered():
-    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if args.simulations is not None and args.simulations < 1:
     parser.error("--simulations must be >= 1")
   from anakin_mz import agents  # noqa: F401 (registers every agent)

@@ -80,7 +80,9 @@ from anakin_mz.core import registry
 
 def main(argv=None, prog=None) -> int:
   parser = options.parser(__doc__, prog)
-  parser.add_argument("--env", required=True, help=f"one of {', '.join(envs.registered())}")
+  parser.add_argument(
+    "--env", required=True, type=options.env_name, help=f"one of {', '.join(envs.registered())}"
+  )
   parser.add_argument("--config", default=None, help=options.CONFIG_HELP)
   parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
   parser.add_argument("--seed", type=int, default=None, help="overrides the config seed")
@@ -145,8 +147,6 @@ def main(argv=None, prog=None) -> int:
     parser.error(str(e))
   import jax
 
-  if args.env not in envs.registered():
-    parser.error(f"unknown env {args.env!r}; registered envs: {', '.join(envs.registered())}")
   if args.seed is not None and args.seeds is not None:
     parser.error("--seed and --seeds: give one (--seeds trains a study of several seeds)")
   overrides = list(args.overrides)
