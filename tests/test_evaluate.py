@@ -18,6 +18,7 @@ import envs.bots
 from anakin_mz.runtime import checkpoint as ckpt
 from anakin_mz import config as config_lib
 from anakin_mz.eval import opponents, report
+from anakin_mz.experiments import records
 from anakin_mz.agents.replay_learner import Learner
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -256,6 +257,41 @@ def test_extra_policies_on_a_game_without_extra_evaluators_are_refused(catch_ckp
     report.evaluate_checkpoint(catch_ckpt, games=2, extra_policies=["greedy"])
 
 
+def test_last_checkpoints_pool_the_same_games_of_each_step(nannon_ckpt, catch_ckpt):
+  """`evaluate_last_checkpoints` plays evaluate_checkpoint's games at each
+  of the newest steps and reports the games put together; the steps'
+  own figures stay beside them. Asking for more steps than saved, or for
+  a step too, is a clear error."""
+  kw = dict(games=40, seed=3, extra=False)
+  each = [report.evaluate_checkpoint(nannon_ckpt, step=s, **kw) for s in (3, 6)]
+  assert each[0]["wdl"] != each[1]["wdl"]  # two different agents: pooling is not trivial
+  pooled = report.evaluate_last_checkpoints(nannon_ckpt, 2, **kw)
+  assert pooled["step"] == 6 and pooled["games"] == 80
+  assert [c["step"] for c in pooled["checkpoints"]] == [3, 6]
+  assert [c["wdl"] for c in pooled["checkpoints"]] == [r["wdl"] for r in each]
+  for name in ("win", "draw", "loss"):
+    assert pooled["wdl"][name]["count"] == sum(r["wdl"][name]["count"] for r in each)
+  assert pooled["score"]["mean"] == pytest.approx(np.mean([r["score"]["mean"] for r in each]))
+  assert pooled["wdl"]["points"]["mean"] == pytest.approx(
+    np.mean([r["wdl"]["points"]["mean"] for r in each])
+  )
+  assert pooled["by_seat"]["0"]["games"] == 40
+  assert "steps 3, 6" in report.format_report(pooled)
+  figures = records.figures_of(pooled)  # a run record's: the pooled score, each step's beside
+  assert figures["score"].value == pooled["score"]["mean"]
+  assert [figures[f"checkpoints.{i}.score"].value for i in (0, 1)] == [
+    r["score"]["mean"] for r in each
+  ]
+  one = report.evaluate_last_checkpoints(nannon_ckpt, 1, **kw)
+  assert one["score"] == pytest.approx(each[1]["score"]) and one["wdl"] == each[1]["wdl"]
+  with pytest.raises(ValueError, match=r"--last-checkpoints 2: .* holds 1 saved step\(s\) \(3\)"):
+    report.evaluate_last_checkpoints(catch_ckpt, 2, games=2)
+  with pytest.raises(ValueError, match="cannot go with --step"):
+    report.evaluate_last_checkpoints(nannon_ckpt, 2, step=3, games=2)
+  with pytest.raises(ValueError, match="must be >= 1"):
+    report.evaluate_last_checkpoints(nannon_ckpt, 0, games=2)
+
+
 def test_odd_games_in_a_two_player_game(nannon_ckpt):
   err = _error(nannon_ckpt, games=3)
   assert "multiple of 2" in err
@@ -285,6 +321,12 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path, capsys):
     capsys, "--checkpoint", missing, "--no-extra", "--extra-policies", "greedy"
   )
   assert code == 2 and "cannot go with --no-extra" in err
+  code, err = _evaluate_main(
+    capsys, "--checkpoint", missing, "--last-checkpoints", "3", "--step", "4"
+  )
+  assert code == 2 and "--last-checkpoints picks a --checkpoint's steps: not with --step" in err
+  code, err = _evaluate_main(capsys, "--checkpoint", missing, "--last-checkpoints", "0")
+  assert code == 2 and "--last-checkpoints must be >= 1, got 0" in err
 
 
 def test_bot_errors_name_the_game_and_list_only_its_bots(capsys):

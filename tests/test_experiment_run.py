@@ -260,6 +260,14 @@ def test_the_choice_of_one_program_or_one_after_another(tmp_path):
       "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {player: best}\n",
       r"evaluation: player must be one of search, greedy, value, got 'best'",
     ),
+    (
+      "name: a\nenv: catch\nvariants: {b: []}\nevaluation: {checkpoints: 0}\n",
+      r"evaluation checkpoints must be an integer >= 1 \(the newest saved steps",
+    ),
+    (  # a checkpoint spec names one step
+      "name: a\nenv: catch\ncheckpoint: nannon\nvariants: {b: []}\nevaluation: {checkpoints: 2}\n",
+      "a checkpoint spec or a schedule evaluates one step",
+    ),
   ],
 )
 def test_a_bad_spec_is_a_clear_error(tmp_path, body, message):
@@ -285,6 +293,14 @@ def test_the_evaluate_command_of_a_spec_names_its_player(tmp_path):
   assert "--player=value" in commands[0]
   assert "--player=greedy" in commands[1] and "--player=value" not in commands[1]
   assert "--player" not in commands[2]  # search: evaluate's default
+  # The newest N checkpoints pooled: evaluate's --last-checkpoints (1: the plain command).
+  for n, flag in ((3, " --last-checkpoints=3 "), (1, "")):
+    path = _spec(
+      tmp_path, f"name: a\nenv: catch\nvariants: {{b: []}}\nevaluation: {{checkpoints: {n}}}\n"
+    )
+    spec = spec_lib.load(path)
+    command = spec_lib.evaluate_command(spec, spec.variants[0], 0, "CKPT", "OUT")
+    assert (flag in command) if flag else ("--last-checkpoints" not in command)
 
 
 def test_bad_overrides_and_variants_fail_before_anything_trains(tmp_path, capsys):

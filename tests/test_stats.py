@@ -58,6 +58,27 @@ def test_mean_interval_and_win_draw_loss():
   assert wdl["points"]["mean"] == pytest.approx(0.7)
 
 
+def test_pooled_figures_are_those_of_the_games_put_together():
+  """From each sample's (mean, std, count) or counts alone, the figures of
+  all their values at once: samples of different sizes and spreads (the
+  last checkpoints of a run, `report.evaluate_last_checkpoints`)."""
+  rng = np.random.default_rng(0)
+  parts = [rng.normal(m, s, n) for m, s, n in ((3.0, 1.0, 7), (5.0, 4.0, 20), (-1.0, 0.5, 2))]
+  summaries = [(float(x.mean()), float(x.std()), x.size) for x in parts]
+  want = stats.mean_interval(np.concatenate(parts))
+  assert stats.pooled_mean_interval(summaries) == pytest.approx(want, rel=1e-12)
+  assert stats.pooled_mean_interval(summaries[:1]) == pytest.approx(stats.mean_interval(parts[0]))
+  assert stats.pooled_mean_interval([(2.0, 0.0, 1)]) == (2.0, 0.0, 2.0, 2.0)
+  with pytest.raises(ValueError, match="at least one part"):
+    stats.pooled_mean_interval([])
+  with pytest.raises(ValueError, match="count >= 1"):
+    stats.pooled_mean_interval([(1.0, 0.0, 0)])
+  games = [np.sign(rng.normal(0.2 * i, 1.0, 9 + i)).astype(np.float32) for i in range(3)]
+  games[1][:2] = 0.0  # draws
+  got = stats.pooled_win_draw_loss([stats.win_draw_loss(g) for g in games])
+  assert got == stats.win_draw_loss(np.concatenate(games))
+
+
 def _table(n, pairs):
   points = np.zeros((n, n))
   games = np.zeros((n, n))

@@ -10,7 +10,9 @@
     anakin-mz evaluate --env einstein --bot expectiminimax:2 --games 2000
     anakin-mz evaluate --env breakthrough --param rows=6 --param columns=6 --bot mcts:256
 
-The params and config come from the checkpoint (latest step unless --step);
+The params and config come from the checkpoint (latest step unless --step;
+--last-checkpoints N plays the same games with each of the N newest and
+pools them);
 a model file's config and player (`anakin-mz export --search/--player`) are
 the defaults, which --search, --simulations and --player override (`--player
 greedy` plays the policy head alone, `--player value` the value head alone).
@@ -26,6 +28,7 @@ the NDMZ paper's dynamics tests on random-play games. The library behind it is
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -45,6 +48,14 @@ def main(argv=None, prog=None) -> int:
     "--param", action="append", default=[], help="KEY=VALUE game parameter for --bot (repeatable)"
   )
   parser.add_argument("--step", type=int, default=None, help="saved step (default latest)")
+  parser.add_argument(
+    "--last-checkpoints",
+    type=options.integer,
+    default=None,
+    metavar="N",
+    help="evaluate each of the N newest saved steps with the same games and pool them "
+    "(one checkpoint's score can move by more than its interval between neighbours)",
+  )
   parser.add_argument(
     "--env",
     default=None,
@@ -113,6 +124,13 @@ def main(argv=None, prog=None) -> int:
       "--extra-policies chooses what the extra evaluators of a --checkpoint score; "
       "it cannot go with --no-extra or --bot"
     )
+  if args.last_checkpoints is not None:
+    if args.last_checkpoints < 1:
+      parser.error(f"--last-checkpoints must be >= 1, got {args.last_checkpoints}")
+    if args.step is not None or args.bot is not None or args.diagnostics:
+      parser.error(
+        "--last-checkpoints picks a --checkpoint's steps: not with --step, --bot or --diagnostics"
+      )
   if args.param and args.bot is None:
     parser.error("--param is for --bot (a checkpoint holds its game parameters)")
   if args.json:
@@ -134,7 +152,13 @@ def main(argv=None, prog=None) -> int:
         simulations=args.simulations,
       )
     else:
-      result = report.evaluate_checkpoint(
+      last = args.last_checkpoints
+      evaluate = (
+        report.evaluate_checkpoint
+        if last is None
+        else functools.partial(report.evaluate_last_checkpoints, last=last)
+      )
+      result = evaluate(
         args.checkpoint,
         step=args.step,
         opponent=args.opponent,

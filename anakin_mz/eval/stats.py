@@ -96,6 +96,47 @@ def win_draw_loss(scores: Sequence[float], confidence: float = 0.95) -> Dict[str
   return out
 
 
+def pooled_mean_interval(
+  parts: Sequence[Tuple[float, float, int]], confidence: float = 0.95
+) -> Tuple[float, float, float, float]:
+  """`mean_interval` of the values of several samples put together, from
+  each sample's (mean, population std, count) alone: the same (mean, std,
+  low, high) to float rounding (the law of total variance).
+
+  Raises:
+    ValueError: no part, or a count < 1.
+  """
+  if not parts:
+    raise ValueError("pooled_mean_interval needs at least one part")
+  means = np.asarray([p[0] for p in parts], np.float64)
+  stds = np.asarray([p[1] for p in parts], np.float64)
+  counts = np.asarray([p[2] for p in parts], np.float64)
+  if np.any(counts < 1):
+    raise ValueError(f"every part needs a count >= 1, got {counts.tolist()}")
+  n = counts.sum()
+  mean = float((counts * means).sum() / n)
+  var = float((counts * (stds**2 + (means - mean) ** 2)).sum() / n)  # population
+  std = math.sqrt(max(var, 0.0))
+  if n < 2:
+    return mean, std, mean, mean
+  half = _z(confidence) * math.sqrt(var * n / (n - 1)) / math.sqrt(n)
+  return mean, std, mean - half, mean + half
+
+
+def pooled_win_draw_loss(
+  parts: Sequence[Dict[str, object]], confidence: float = 0.95
+) -> Dict[str, object]:
+  """`win_draw_loss` of the games of several matches put together, from
+  each match's `win_draw_loss` result (its counts): the same dict."""
+  counts = {
+    name: sum(int(p[name]["count"]) for p in parts)  # type: ignore[index]
+    for name in ("win", "draw", "loss")
+  }
+  # A game's points are 1, 1/2 or 0: the counts give every value back.
+  points = [1.0] * counts["win"] + [0.5] * counts["draw"] + [0.0] * counts["loss"]
+  return win_draw_loss([2.0 * p - 1.0 for p in points], confidence)
+
+
 @dataclasses.dataclass(frozen=True)
 class EloFit:
   """Result of `fit_elo`.

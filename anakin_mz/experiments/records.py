@@ -273,7 +273,9 @@ def figures_of(result: Mapping[str, object]) -> Dict[str, Figure]:
   """The figures of an evaluation result (`report.evaluate_checkpoint`, or a
   `strength.json`'s evaluation), named by their dotted path: `score` (the
   mean score with its 95 % interval), `wdl.win`, `wdl.draw`, `wdl.loss`,
-  `wdl.points` (Wilson intervals) and `exact.<name>` (exact numbers)."""
+  `wdl.points` (Wilson intervals), `exact.<name>` (exact numbers) and, for
+  an evaluation pooled over checkpoints, `checkpoints.<i>.score` (each
+  step's, oldest first)."""
   out: Dict[str, Figure] = {}
   score = result.get("score")
   if isinstance(score, Mapping) and "mean" in score:
@@ -285,6 +287,11 @@ def figures_of(result: Mapping[str, object]) -> Dict[str, Figure]:
       if isinstance(d, Mapping):
         value = d["rate"] if "rate" in d else d["mean"]
         out[f"wdl.{name}"] = Figure(float(value), _f(d.get("low")), _f(d.get("high")))
+  # A pooled evaluation (`report.evaluate_last_checkpoints`): each step's own
+  # score beside the pooled one, oldest first.
+  for i, c in enumerate(result.get("checkpoints") or ()):
+    s = c["score"]
+    out[f"checkpoints.{i}.score"] = Figure(float(s["mean"]), _f(s.get("low")), _f(s.get("high")))
   exact = result.get("exact")
   if isinstance(exact, Mapping):
     for name, value in exact.items():

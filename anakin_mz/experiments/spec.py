@@ -22,7 +22,8 @@ A spec is YAML:
 * budget: `minutes` caps each run's wall-clock (compilation included, as
   `anakin-mz train --minutes`); `updates` sets `train.total_updates` before
   the variant's overrides, so a variant's own wins.
-* evaluation: `anakin-mz evaluate` on the last checkpoint: `games`, `seed`
+* evaluation: `anakin-mz evaluate` on the last checkpoint (`checkpoints: N`:
+  on each of the N newest, the games pooled, `--last-checkpoints`): `games`, `seed`
   (omitted or null: the run's training seed), `opponent` (a bot spec; null:
   the game's default), `player` (search, greedy, value), `extra_policies`,
   and for the tables `measure` (the figure a table reads: score, wdl.win,
@@ -83,6 +84,7 @@ run directory unfinished: the error above, for each.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -121,6 +123,7 @@ _EVAL_KEYS = (
   "extra_policies",
   "measure",
   "model",
+  "checkpoints",
 )
 
 
@@ -261,6 +264,17 @@ def load(path: str) -> Spec:
     raise ValueError(f"spec {path!r}: budget minutes must be > 0")
   if int(evaluation.get("games", 1000)) < 1:
     raise ValueError(f"spec {path!r}: evaluation games must be >= 1")
+  last = evaluation.get("checkpoints", 1)
+  if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+    raise ValueError(
+      f"spec {path!r}: evaluation checkpoints must be an integer >= 1 (the newest saved steps "
+      f"to evaluate and pool), got {last!r}"
+    )
+  if last > 1 and (spec.checkpoint is not None or spec.schedule is not None):
+    raise ValueError(
+      f"spec {path!r}: evaluation checkpoints {last} pools a trained run's newest steps; "
+      "a checkpoint spec or a schedule evaluates one step"
+    )
   return spec
 
 
@@ -405,6 +419,8 @@ def _eval_settings(spec: Spec, seed: int, variant: Variant) -> Dict[str, object]
     "player": variant.player or str(ev.get("player", "search")),
     "extra_policies": None if ev.get("extra_policies") is None else list(ev["extra_policies"]),
     **({} if ev.get("model") is None else {"model": ev["model"]}),
+    # Only where it pools: the records of one-step evaluations stay as written.
+    **({} if int(ev.get("checkpoints", 1)) == 1 else {"checkpoints": int(ev["checkpoints"])}),
   }
 
 
@@ -419,6 +435,8 @@ def evaluate_command(spec: Spec, variant: Variant, seed: int, checkpoint: str, o
     args.append(f"--player={ev['player']}")
   if ev["extra_policies"] is not None:
     args.append(f"--extra-policies={','.join(ev['extra_policies'])}")
+  if "checkpoints" in ev:
+    args.append(f"--last-checkpoints={ev['checkpoints']}")
   args += [f"--search={o[len('search.') :]}" for o in _search_overrides(spec, variant)]
   return shlex.join(args + [f"--json={out}"])
 
@@ -515,7 +533,13 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
   eval_json = os.path.join(logdir, "eval.json")
   settings = _eval_settings(spec, seed, variant)
   log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
-  result = report.evaluate_checkpoint(
+  last = settings.get("checkpoints")
+  evaluate = (
+    report.evaluate_checkpoint
+    if last is None
+    else functools.partial(report.evaluate_last_checkpoints, last=last)
+  )
+  result = evaluate(
     checkpoint,
     opponent=settings["opponent"],
     games=settings["games"],
@@ -546,6 +570,7 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
     "measure": spec.evaluation.get("measure"),
     "target": None if spec.target is None else spec.target.value,
     "step": result.get("step"),
+    **({"steps": [c["step"] for c in result["checkpoints"]]} if "checkpoints" in result else {}),
   }
   note = "; ".join(n for n in (variant.note, note) if n)
   record = records_lib.new(
