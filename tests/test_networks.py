@@ -255,35 +255,6 @@ def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift):
     assert not np.allclose(mlp.root(p_mlp, obs).embedding, got.embedding)
 
 
-def test_conv_torso_layer_equals_flax_conv():
-  """The torso's 3x3 layer (a matmul on shifted copies, fast inside the
-  learner's scan on XLA's CPU) has nn.Conv's params and init and computes
-  its convolution and gradients, to float rounding, on random planes."""
-  import flax.linen as nn
-
-  from anakin_mz.core.networks import _Conv3x3
-
-  x = jax.random.normal(jax.random.PRNGKey(0), (4, 6, 5, 3))
-  ref = nn.Conv(7, (3, 3), padding="SAME")
-  ours = _Conv3x3(7)
-  params = ref.init(jax.random.PRNGKey(1), x)
-  mine = ours.init(jax.random.PRNGKey(1), x)
-  assert jax.tree.structure(mine) == jax.tree.structure(params)
-  jax.tree.map(np.testing.assert_array_equal, mine, params)
-  params = jax.tree.map(  # a bias that is not zero
-    lambda p: p + jax.random.normal(jax.random.PRNGKey(2), p.shape), params
-  )
-  np.testing.assert_allclose(ours.apply(params, x), ref.apply(params, x), rtol=1e-5, atol=1e-5)
-
-  def grads(module):
-    loss = lambda p, x: jnp.sum(jnp.tanh(module.apply(p, x)))
-    return jax.grad(loss, argnums=(0, 1))(params, x)
-
-  jax.tree.map(
-    lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4), grads(ours), grads(ref)
-  )
-
-
 def test_resnet_unroll_loop_equals_scan():
   """The resnet's unrolled K steps (fast on XLA CPU) compute what the rolled
   lax.scan did; every kind unrolls (a shorter kernel chain)."""

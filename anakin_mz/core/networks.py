@@ -19,9 +19,7 @@ Three bodies share this interface:
   flattened into the "mlp" kind's dense representation; g and f are the "mlp"
   kind's. The convolutions run once per sample (in h), never in the K-step
   unroll, so a learner update costs about what the "mlp" kind's does
-  (`scripts/benchmark_networks.py`). Each 3x3 layer is a matmul on shifted
-  copies of the planes (`_Conv3x3`), not an XLA convolution, whose gradient
-  is ~13x slower inside the learner's update scan on a CPU.
+  (`scripts/benchmark_networks.py`).
 * "resnet" (MooZi 5.1.2): 3x3 residual conv blocks on `[H, W, C]` planes, the
   action as one-hot planes. LayerNorm stands in for BatchNorm, so params are a
   plain pytree with no batch statistics (nothing to thread through jit/pmap).
@@ -194,32 +192,6 @@ class _MLPRepresentation(nn.Module):
     return _min_max(x) if self.config.normalize_latent else x
 
 
-class _Conv3x3(nn.Module):
-  """`nn.Conv(features, (3, 3), padding="SAME")` with the same params
-  (`kernel` `[3, 3, C, F]`, `bias` `[F]`, the same init) computed as one
-  matmul on the 9 shifted copies of `[B, H, W, C]` (im2col): equal to the
-  convolution to float rounding. Why: the learner's updates run in a
-  `lax.scan`, and XLA's CPU backend runs a convolution's gradient inside a
-  while loop in a layout its fast convolution does not take, about 13x
-  slower (the resnet kind's note); a matmul's gradient has no such case.
-  MinAtar's update (one layer of 16): 17.4 -> 8 ms in the scan."""
-
-  features: int
-
-  @nn.compact
-  def __call__(self, x):
-    c = x.shape[-1]
-    kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, c, self.features))
-    bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-    h, w = x.shape[-3], x.shape[-2]
-    pad = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(1, 1), (1, 1), (0, 0)])
-    # (dy, dx, c) order, as the kernel's leading axes flatten.
-    patches = jnp.concatenate(
-      [pad[..., dy : dy + h, dx : dx + w, :] for dy in range(3) for dx in range(3)], axis=-1
-    )
-    return patches @ kernel.reshape(9 * c, self.features).astype(x.dtype) + bias
-
-
 class _ConvRepresentation(nn.Module):
   """3x3 conv layers with ReLU on `[B, H, W, C]`, flattened into the mlp
   kind's representation."""
@@ -229,9 +201,8 @@ class _ConvRepresentation(nn.Module):
   @nn.compact
   def __call__(self, obs):
     x = obs
-    for i, width in enumerate(self.config.conv_channels):
-      # Named as nn.Conv's own were, so older checkpoints restore.
-      x = nn.relu(_Conv3x3(width, name=f"Conv_{i}")(x))
+    for width in self.config.conv_channels:
+      x = nn.relu(nn.Conv(width, (3, 3), padding="SAME")(x))
     return _MLPRepresentation(self.config)(x)
 
 
