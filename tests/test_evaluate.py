@@ -290,6 +290,8 @@ def test_last_checkpoints_pool_the_same_games_of_each_step(nannon_ckpt, catch_ck
     report.evaluate_last_checkpoints(nannon_ckpt, 2, step=3, games=2)
   with pytest.raises(ValueError, match="must be >= 1"):
     report.evaluate_last_checkpoints(nannon_ckpt, 0, games=2)
+  with pytest.raises(ValueError, match="--diagnostics tests one checkpoint's model"):
+    report.evaluate_last_checkpoints(nannon_ckpt, 2, games=2, diagnostics=True)
 
 
 def test_odd_games_in_a_two_player_game(nannon_ckpt):

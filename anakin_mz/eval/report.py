@@ -178,13 +178,16 @@ def evaluate_last_checkpoints(directory: str, last: int, **kwargs) -> Dict[str, 
 
   Raises:
     CheckpointError / ValueError: as `evaluate_checkpoint`; `last` < 1, a
-      `step` among `kwargs`, or fewer saved steps than `last` (naming them).
+      `step` or `diagnostics` among `kwargs`, a model file, or fewer saved
+      steps than `last` (naming them).
   """
   if last < 1:
     raise ValueError(f"--last-checkpoints must be >= 1, got {last}")
   if kwargs.get("step") is not None:
     raise ValueError("--last-checkpoints picks the steps; it cannot go with --step")
   kwargs.pop("step", None)
+  if kwargs.get("diagnostics"):  # one model's tests: evaluate_checkpoint at a step
+    raise ValueError("--diagnostics tests one checkpoint's model; not with --last-checkpoints")
   if export.resolve(directory) is not None:
     raise ValueError(
       f"{directory!r} is a model file (one step); --last-checkpoints needs a checkpoint directory"
