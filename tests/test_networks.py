@@ -222,17 +222,19 @@ def test_planes_kinds_reject_flat_observations(kind):
   Network(env, NetworkConfig(kind="mlp", **TINY)).init(jax.random.PRNGKey(0))
 
 
+@pytest.mark.parametrize("conv_impl", ["xla", "matmul"])
 @pytest.mark.parametrize("tap,shift", [((1, 1), 0), ((1, 2), 1)])
-def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift):
+def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift, conv_impl):
   """A one-channel torso whose 3x3 kernel is a single 1 at `tap` copies (tap
   (1, 1)) or shifts left by a column (tap (1, 2): out[i, j] = in[i, j + 1],
   zero past the edge) the 0/1 plane, and ReLU keeps it: with the same dense
-  params the conv kind gives exactly the mlp kind on that plane."""
+  params the conv kind gives exactly the mlp kind on that plane, in either
+  form of the conv layer."""
   env = envs.make("catch", rows=5, columns=3)
   obs = _obs(env, jax.random.PRNGKey(4), n=8)
   assert float(obs.sum()) > 0
   mlp = Network(env, NetworkConfig(**TINY))
-  conv = Network(env, NetworkConfig(kind="conv", conv_channels=(1,), **TINY))
+  conv = Network(env, NetworkConfig(kind="conv", conv_channels=(1,), conv_impl=conv_impl, **TINY))
   p_mlp = mlp.init(jax.random.PRNGKey(0))
   kernel = np.zeros((3, 3, 1, 1), np.float32)
   kernel[tap] = 1.0
@@ -253,6 +255,49 @@ def test_conv_kind_is_its_torso_then_the_mlp_kind(tap, shift):
   np.testing.assert_allclose(got.policy_logits, want.policy_logits, rtol=1e-6, atol=1e-6)
   if shift:  # the plane moved, so the mlp on the raw plane differs
     assert not np.allclose(mlp.root(p_mlp, obs).embedding, got.embedding)
+
+
+def test_conv_torso_layer_equals_flax_conv():
+  """conv_impl "matmul"'s 3x3 layer (a matmul on shifted copies, fast inside
+  the learner's scan on XLA's CPU) has nn.Conv's params and init and
+  computes its convolution and gradients, to float rounding, on random
+  planes; a whole conv network's params restore in either form."""
+  import flax.linen as nn
+
+  from anakin_mz.core.networks import _Conv3x3
+
+  x = jax.random.normal(jax.random.PRNGKey(0), (4, 6, 5, 3))
+  ref = nn.Conv(7, (3, 3), padding="SAME")
+  ours = _Conv3x3(7)
+  params = ref.init(jax.random.PRNGKey(1), x)
+  mine = ours.init(jax.random.PRNGKey(1), x)
+  assert jax.tree.structure(mine) == jax.tree.structure(params)
+  jax.tree.map(np.testing.assert_array_equal, mine, params)
+  params = jax.tree.map(  # a bias that is not zero
+    lambda p: p + jax.random.normal(jax.random.PRNGKey(2), p.shape), params
+  )
+  np.testing.assert_allclose(ours.apply(params, x), ref.apply(params, x), rtol=1e-5, atol=1e-5)
+
+  def grads(module):
+    loss = lambda p, x: jnp.sum(jnp.tanh(module.apply(p, x)))
+    return jax.grad(loss, argnums=(0, 1))(params, x)
+
+  jax.tree.map(
+    lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4), grads(ours), grads(ref)
+  )
+  env = envs.make("catch", rows=5, columns=3)
+  obs = _obs(env, jax.random.PRNGKey(4), n=8)
+  nets = {
+    impl: Network(env, NetworkConfig(kind="conv", conv_channels=(4, 3), conv_impl=impl, **TINY))
+    for impl in ("xla", "matmul")
+  }
+  p = nets["xla"].init(jax.random.PRNGKey(3))
+  jax.tree.map(np.testing.assert_array_equal, nets["matmul"].init(jax.random.PRNGKey(3)), p)
+  np.testing.assert_allclose(
+    nets["matmul"].root(p, obs).embedding, nets["xla"].root(p, obs).embedding, atol=1e-5
+  )
+  with pytest.raises(ValueError, match="conv_impl must be one of .*'xla', 'matmul'.*got 'fft'"):
+    NetworkConfig(kind="conv", conv_impl="fft")
 
 
 def test_resnet_unroll_loop_equals_scan():
