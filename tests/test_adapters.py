@@ -59,6 +59,52 @@ def test_minatar_truncates_at_the_episode_limit():
   assert flat.reset(jax.random.PRNGKey(0)).observation.shape == (400,)
 
 
+def test_minatar_history_stacks_the_last_frames_and_actions():
+  """history=3: the observation is the last three gymnax frames (oldest
+  first, zeros before the episode) then three one-hot action planes (the
+  action into each frame; zeros before the episode and into the first),
+  step for step against gymnax; the flat form is its flattening."""
+  L = 3
+  env = envs.make("minatar-space_invaders", history=L)
+  flat = envs.make("minatar-space_invaders", history=L, observation="flat")
+  genv, params = gymnax.make("SpaceInvaders-MinAtar", use_minimal_action_set=True)
+  c, a_n = 6, env.num_actions
+  assert env.observation_shape == (10, 10, L * (c + a_n))
+  assert flat.observation_shape == (10 * 10 * L * (c + a_n),)
+  key = jax.random.PRNGKey(1)
+  s, sf = env.reset(key), flat.reset(key)
+  obs, gs = genv.reset_env(_split2(_split2(key)), params)
+  frames = [np.zeros((10, 10, c), np.float32)] * (L - 1) + [np.asarray(obs, np.float32)]
+  actions = [np.zeros(a_n, np.float32)] * L
+  step = jax.jit(env.step)
+  for t in range(40):
+    want = np.concatenate(
+      frames[-L:] + [np.broadcast_to(a, (10, 10, a_n)) for a in actions[-L:]], axis=-1
+    )
+    np.testing.assert_array_equal(np.asarray(s.observation), want)
+    np.testing.assert_array_equal(np.asarray(sf.observation), want.reshape(-1))
+    k = jax.random.fold_in(key, t)
+    a = jax.random.randint(jax.random.fold_in(k, 1), (), 0, a_n)
+    s, sf = step(s, a, k), flat.step(sf, a, k)
+    obs, gs, r, term, _ = genv.step_env(_split2(k), gs, a, params)
+    frames.append(np.asarray(obs, np.float32))
+    actions.append(np.eye(a_n, dtype=np.float32)[int(a)])
+    assert float(s.rewards[0]) == float(r) and bool(s.terminated) == bool(term)
+    if bool(term):
+      break
+  assert t > 2 * L and np.any(frames[-1] != frames[-2])  # the window moved
+  # history=1 is gymnax's own frame.
+  assert envs.make("minatar-space_invaders").observation_shape == (10, 10, c)
+  with pytest.raises(
+    ValueError, match=r"history must be an integer >= 1 \(frames observed\), got 0"
+  ):
+    envs.make("minatar-space_invaders", history=0)
+  with pytest.raises(ValueError, match="parameter 'history' must be of type int, got 2.5"):
+    envs.make("minatar-space_invaders", history=2.5)
+  with pytest.raises(ValueError, match=r"history > 1 needs \[H, W, C\] planes"):
+    envs.from_gymnax("CartPole-v1", history=2)
+
+
 def test_from_gymnax_any_env_and_its_params():
   env = envs.from_gymnax("CartPole-v1", max_steps_in_episode=20)
   assert (env.num_players, env.num_actions, env.observation_shape) == (1, 2, (4,))

@@ -282,12 +282,13 @@ def test_last_checkpoints_pool_the_same_games_of_each_step(nannon_ckpt, catch_ck
   assert [figures[f"checkpoints.{i}.score"].value for i in (0, 1)] == [
     r["score"]["mean"] for r in each
   ]
-  one = report.evaluate_last_checkpoints(nannon_ckpt, 1, **kw)
+  one = report.evaluate_checkpoint(nannon_ckpt, last=1, **kw)  # the one entry point, pooled
+  assert one["checkpoints"][0]["step"] == 6 and one["games"] == 40
   assert one["score"] == pytest.approx(each[1]["score"]) and one["wdl"] == each[1]["wdl"]
   with pytest.raises(ValueError, match=r"--last-checkpoints 2: .* holds 1 saved step\(s\) \(3\)"):
     report.evaluate_last_checkpoints(catch_ckpt, 2, games=2)
   with pytest.raises(ValueError, match="cannot go with --step"):
-    report.evaluate_last_checkpoints(nannon_ckpt, 2, step=3, games=2)
+    report.evaluate_checkpoint(nannon_ckpt, last=2, step=3, games=2)
   with pytest.raises(ValueError, match="must be >= 1"):
     report.evaluate_last_checkpoints(nannon_ckpt, 0, games=2)
   with pytest.raises(ValueError, match="--diagnostics tests one checkpoint's model"):
@@ -326,7 +327,11 @@ def test_evaluate_cli_errors_exit_2_on_stderr(tmp_path, capsys):
   code, err = _evaluate_main(
     capsys, "--checkpoint", missing, "--last-checkpoints", "3", "--step", "4"
   )
-  assert code == 2 and "--last-checkpoints picks a --checkpoint's steps: not with --step" in err
+  assert code == 2 and "--last-checkpoints picks the steps; it cannot go with --step" in err
+  code, err = _evaluate_main(
+    capsys, "--env", "nannon", "--bot", "random", "--last-checkpoints", "3"
+  )
+  assert code == 2 and "--last-checkpoints picks a --checkpoint's steps; a --bot has none" in err
   code, err = _evaluate_main(capsys, "--checkpoint", missing, "--last-checkpoints", "0")
   assert code == 2 and "--last-checkpoints must be >= 1, got 0" in err
 

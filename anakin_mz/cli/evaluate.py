@@ -28,7 +28,6 @@ the NDMZ paper's dynamics tests on random-play games. The library behind it is
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -124,13 +123,8 @@ def main(argv=None, prog=None) -> int:
       "--extra-policies chooses what the extra evaluators of a --checkpoint score; "
       "it cannot go with --no-extra or --bot"
     )
-  if args.last_checkpoints is not None:
-    if args.last_checkpoints < 1:
-      parser.error(f"--last-checkpoints must be >= 1, got {args.last_checkpoints}")
-    if args.step is not None or args.bot is not None or args.diagnostics:
-      parser.error(
-        "--last-checkpoints picks a --checkpoint's steps: not with --step, --bot or --diagnostics"
-      )
+  if args.last_checkpoints is not None and args.bot is not None:
+    parser.error("--last-checkpoints picks a --checkpoint's steps; a --bot has none")
   if args.param and args.bot is None:
     parser.error("--param is for --bot (a checkpoint holds its game parameters)")
   if args.json:
@@ -152,13 +146,7 @@ def main(argv=None, prog=None) -> int:
         simulations=args.simulations,
       )
     else:
-      last = args.last_checkpoints
-      evaluate = (
-        report.evaluate_checkpoint
-        if last is None
-        else functools.partial(report.evaluate_last_checkpoints, last=last)
-      )
-      result = evaluate(
+      result = report.evaluate_checkpoint(
         args.checkpoint,
         step=args.step,
         opponent=args.opponent,
@@ -172,6 +160,7 @@ def main(argv=None, prog=None) -> int:
         diagnostics=args.diagnostics,
         diagnostic_games=args.diagnostic_games,
         search_overrides=args.search,
+        last=args.last_checkpoints,
       )
   except ValueError as e:  # CheckpointError is a ValueError
     print(f"error: {e}", file=sys.stderr)

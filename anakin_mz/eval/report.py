@@ -58,9 +58,11 @@ def evaluate_checkpoint(
   diagnostics: bool = False,
   diagnostic_games: int = 500,
   search_overrides: Sequence[str] = (),
+  last: Optional[int] = None,
 ) -> Dict[str, object]:
   """Restores the agent in `directory` (latest step unless `step`) and
-  evaluates it (see the module doc). `agent_kind` is the player (None: the
+  evaluates it (see the module doc); with `last`, each of the `last` newest
+  saved steps instead, pooled (`evaluate_last_checkpoints`). `agent_kind` is the player (None: the
   agent's default, a model file's `agent_kind`, else "search").
   `search_overrides` ("key=value", keys of the config's `search` section)
   change its search for this evaluation;
@@ -75,6 +77,23 @@ def evaluate_checkpoint(
   Returns a JSON-ready dict. Raises CheckpointError / ValueError with a clear
   message for any bad input.
   """
+  if last is not None:
+    return evaluate_last_checkpoints(
+      directory,
+      last,
+      step=step,
+      opponent=opponent,
+      games=games,
+      simulations=simulations,
+      seed=seed,
+      agent_kind=agent_kind,
+      expect_env=expect_env,
+      extra=extra,
+      extra_policies=extra_policies,
+      diagnostics=diagnostics,
+      diagnostic_games=diagnostic_games,
+      search_overrides=search_overrides,
+    )
   if agent_kind is not None and agent_kind not in players.PLAYERS:
     raise ValueError(f"--player must be one of {players.PLAYERS}, got {agent_kind!r}")
   if games < 1:

@@ -84,7 +84,6 @@ run directory unfinished: the error above, for each.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import json
 import os
@@ -533,13 +532,7 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
   eval_json = os.path.join(logdir, "eval.json")
   settings = _eval_settings(spec, seed, variant)
   log(f"[{variant.name} seed {seed}] evaluating {settings['games']} games")
-  last = settings.get("checkpoints")
-  evaluate = (
-    report.evaluate_checkpoint
-    if last is None
-    else functools.partial(report.evaluate_last_checkpoints, last=last)
-  )
-  result = evaluate(
+  result = report.evaluate_checkpoint(
     checkpoint,
     opponent=settings["opponent"],
     games=settings["games"],
@@ -547,6 +540,7 @@ def _run_one(spec, runs, variant, seed, done, path, progress, log, reevaluate=Fa
     agent_kind=settings["player"],
     extra_policies=settings["extra_policies"],
     search_overrides=[o[len("search.") :] for o in _search_overrides(spec, variant)],
+    last=settings.get("checkpoints"),
   )
   result = {k: v for k, v in result.items() if k != "dynamics_table"}
   with open(eval_json, "w", encoding="utf-8") as f:

@@ -6,7 +6,11 @@ player 0; `gymnax`'s natural termination ends the game (`terminated`) and its
 episode limit `max_steps_in_episode` becomes `max_game_length` (`truncated`).
 Chance stays inside gymnax's keyed `step_env` (see `envs/adapters/hidden.py`).
 The observation is gymnax's, as float32 planes (`observation="planes"`) or
-flattened (`"flat"`).
+flattened (`"flat"`). With `history=L` > 1 it is the last L frames and the
+actions between them, stacked on the channel axis as the MooZi thesis does
+(4.3.4, L = 4 on MinAtar): MinAtar's frame hides timers that decide what
+comes next (Space Invaders' alien move and shot timers, the cannon's
+cool-down), which a few frames reveal.
 """
 
 from __future__ import annotations
@@ -33,10 +37,23 @@ OBSERVATIONS = ("planes", "flat")
 
 @struct.dataclass
 class GymnaxInner:
-  """gymnax's state and its last observation (gymnax computes it in step)."""
+  """gymnax's state, its last observation (gymnax computes it in step) and,
+  with `history` L > 1, the L - 1 frames and actions before it.
+
+  Attributes:
+    state: gymnax's state pytree.
+    obs: the newest frame, gymnax's observation `[H, W, C]`.
+    past_frames: `[L - 1, H, W, C]` float32, oldest first; zeros before the
+      episode began (`[0, H, W, C]` when L = 1).
+    past_actions: `[L, A]` float32 one-hot, the action that led into each of
+      the L frames, oldest first; zeros before the episode began and for the
+      first frame.
+  """
 
   state: object
   obs: jax.Array
+  past_frames: jax.Array
+  past_actions: jax.Array
 
 
 class GymnaxGame(KeyedGame):
@@ -48,7 +65,7 @@ class GymnaxGame(KeyedGame):
   gymnax_env_params = None  # ... and its EnvParams
   env_class = HiddenChanceEnv
   # Adapter parameters; every other parameter is a field of gymnax's EnvParams.
-  adapter_params = {"observation": "planes", "minimal_action_set": True}
+  adapter_params = {"observation": "planes", "minimal_action_set": True, "history": 1}
 
   def __init__(self, **params: ParamValue):
     super().__init__(**params)
@@ -70,7 +87,18 @@ class GymnaxGame(KeyedGame):
       )
     self._num_actions = int(space.n)
     obs, _ = jax.eval_shape(self._env.reset_env, jax.random.PRNGKey(0), self._env_params)
-    self._obs_shape = tuple(obs.shape)
+    self._frame_shape = tuple(obs.shape)
+    self._history = int(params.get("history", 1))
+    if self._history > 1:  # L frames and L action planes of A each, on the channels
+      if len(self._frame_shape) != 3:
+        raise ValueError(
+          f"{self.name}: history > 1 needs [H, W, C] planes, gymnax "
+          f"{self.gymnax_id!r} observes {self._frame_shape}"
+        )
+      h, w, c = self._frame_shape
+      self._obs_shape = (h, w, self._history * (c + self._num_actions))
+    else:
+      self._obs_shape = self._frame_shape
     self._flat = params.get("observation", "planes") == "flat"
 
   @classmethod
@@ -81,6 +109,11 @@ class GymnaxGame(KeyedGame):
       )
     if params.get("max_steps_in_episode", 1) < 1:
       raise ValueError(f"{cls.name}: max_steps_in_episode must be >= 1")
+    history = params.get("history", 1)
+    if isinstance(history, bool) or not isinstance(history, int) or history < 1:
+      raise ValueError(
+        f"{cls.name}: history must be an integer >= 1 (frames observed), got {history!r}"
+      )
 
   @property
   def num_players(self) -> int:
@@ -102,14 +135,25 @@ class GymnaxGame(KeyedGame):
 
   def keyed_init(self, key):
     obs, state = self._env.reset_env(key, self._env_params)
-    return GymnaxInner(state=state, obs=obs), jnp.bool_(False)
+    past_frames = jnp.zeros((self._history - 1,) + self._frame_shape, jnp.float32)
+    past_actions = jnp.zeros((self._history, self._num_actions), jnp.float32)
+    inner = GymnaxInner(state=state, obs=obs, past_frames=past_frames, past_actions=past_actions)
+    return inner, jnp.bool_(False)
 
   def keyed_step(self, inner, action, key):
     obs, state, reward, terminated, _ = self._env.step_env(
       key, inner.state, action, self._env_params
     )
     rewards = jnp.reshape(jnp.asarray(reward, jnp.float32), (1,))
-    return GymnaxInner(state=state, obs=obs), rewards, terminated
+    past_frames = inner.past_frames
+    past_actions = inner.past_actions
+    if self._history > 1:  # shift the window by one frame (a static choice)
+      newest = jnp.asarray(inner.obs, jnp.float32)[None]
+      past_frames = jnp.concatenate([past_frames[1:], newest])
+      one_hot = jax.nn.one_hot(action, self._num_actions, dtype=jnp.float32)[None]
+      past_actions = jnp.concatenate([past_actions[1:], one_hot])
+    inner = GymnaxInner(state=state, obs=obs, past_frames=past_frames, past_actions=past_actions)
+    return inner, rewards, terminated
 
   def current_player(self, g):
     return keyed_player(g, jnp.int32(0))
@@ -121,6 +165,13 @@ class GymnaxGame(KeyedGame):
   def observe(self, g, player):
     del player
     obs = jnp.asarray(g.inner.obs, jnp.float32)
+    if self._history > 1:
+      inner = g.inner
+      h, w, c = self._frame_shape
+      frames = jnp.concatenate([inner.past_frames, obs[None]])  # [L, H, W, C], oldest first
+      frames = jnp.moveaxis(frames, 0, 2).reshape(h, w, self._history * c)
+      actions = jnp.broadcast_to(inner.past_actions.reshape(-1), (h, w, inner.past_actions.size))
+      obs = jnp.concatenate([frames, actions], axis=-1)
     return obs.reshape(self.observation_shape)
 
   def render(self, g) -> str:
@@ -155,9 +206,10 @@ def from_gymnax(name, env_params=None, **params: ParamValue) -> Env:
   "CartPole-v1", "Catch-bsuite", or an `Environment` instance with its
   `env_params`, as `gymnax.make` returns them) as a single-player `envs.Env`.
 
-  `params`: `observation` ("planes" or "flat"), `minimal_action_set` (for
-  the MinAtar games), and any scalar field of the env's gymnax `EnvParams`
-  (e.g. `max_steps_in_episode`, the truncation limit). Raises ValueError for
+  `params`: `observation` ("planes" or "flat"), `history` (frames observed,
+  module doc), `minimal_action_set` (for the MinAtar games), and any scalar
+  field of the env's gymnax `EnvParams` (e.g. `max_steps_in_episode`, the
+  truncation limit). Raises ValueError for
   an unknown id or parameter, ImportError if gymnax is not installed.
   """
   if not isinstance(name, str):
@@ -171,7 +223,7 @@ def from_gymnax(name, env_params=None, **params: ParamValue) -> Env:
         "gymnax_id": name.name,
         "gymnax_env": name,
         "gymnax_env_params": env_params,
-        "default_params": {"observation": "planes", **_scalar_fields(env_params)},
+        "default_params": {"observation": "planes", "history": 1, **_scalar_fields(env_params)},
       },
     )
     return build(cls, params)
@@ -179,7 +231,7 @@ def from_gymnax(name, env_params=None, **params: ParamValue) -> Env:
     raise ValueError("from_gymnax(name): pass parameters by keyword, not env_params")
   if name not in _CLASSES:
     minimal = params.get("minimal_action_set")
-    defaults = {"observation": "planes"}
+    defaults = {"observation": "planes", "history": 1}
     if name.endswith("-MinAtar"):
       defaults["minimal_action_set"] = True
     defaults.update(_gymnax_params(name, minimal if isinstance(minimal, bool) else None))
@@ -212,6 +264,7 @@ for _game, (_gid, _limit) in MINATAR.items():
         "gymnax_id": _gid,
         "default_params": {
           "observation": "planes",
+          "history": 1,
           "minimal_action_set": True,
           "max_steps_in_episode": _limit,
         },
