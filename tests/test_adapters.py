@@ -105,6 +105,26 @@ def test_minatar_history_stacks_the_last_frames_and_actions():
     envs.from_gymnax("CartPole-v1", history=2)
 
 
+@pytest.mark.parametrize("history", [1, 3])
+def test_minatar_state_round_trips_through_a_checkpoint(tmp_path, history):
+  """The env state (a run's checkpoint holds its self-play games) saves and
+  restores with Orbax, with and without a history: Orbax refuses a
+  zero-size array, which history=1's empty past once was (that stopped
+  every MinAtar run at its first checkpoint)."""
+  import orbax.checkpoint as ocp
+
+  env = envs.make("minatar-space_invaders", history=history)
+  s = env.reset(jax.random.PRNGKey(0))
+  for t in range(4):
+    s = env.step(s, jnp.int32(t % env.num_actions), jax.random.PRNGKey(t))
+  assert all(leaf.size > 0 for leaf in jax.tree.leaves(s))
+  with ocp.StandardCheckpointer() as ckptr:
+    ckptr.save(tmp_path / "state", s)
+    ckptr.wait_until_finished()
+    back = ckptr.restore(tmp_path / "state", s)
+  jax.tree.map(np.testing.assert_array_equal, back, s)
+
+
 def test_from_gymnax_any_env_and_its_params():
   env = envs.from_gymnax("CartPole-v1", max_steps_in_episode=20)
   assert (env.num_players, env.num_actions, env.observation_shape) == (1, 2, (4,))

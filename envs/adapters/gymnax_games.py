@@ -37,14 +37,23 @@ OBSERVATIONS = ("planes", "flat")
 
 @struct.dataclass
 class GymnaxInner:
-  """gymnax's state, its last observation (gymnax computes it in step) and,
-  with `history` L > 1, the L - 1 frames and actions before it.
+  """gymnax's state and its last observation (gymnax computes it in step)."""
+
+  state: object
+  obs: jax.Array
+
+
+@struct.dataclass
+class GymnaxHistoryInner:
+  """`GymnaxInner` with `history` L > 1: the L - 1 frames and the L actions
+  before the newest frame. (A class of its own, so that L = 1 keeps the
+  state, and so the checkpoints, of the games before `history` existed.)
 
   Attributes:
     state: gymnax's state pytree.
     obs: the newest frame, gymnax's observation `[H, W, C]`.
     past_frames: `[L - 1, H, W, C]` float32, oldest first; zeros before the
-      episode began (`[0, H, W, C]` when L = 1).
+      episode began.
     past_actions: `[L, A]` float32 one-hot, the action that led into each of
       the L frames, oldest first; zeros before the episode began and for the
       first frame.
@@ -135,9 +144,13 @@ class GymnaxGame(KeyedGame):
 
   def keyed_init(self, key):
     obs, state = self._env.reset_env(key, self._env_params)
+    if self._history == 1:
+      return GymnaxInner(state=state, obs=obs), jnp.bool_(False)
     past_frames = jnp.zeros((self._history - 1,) + self._frame_shape, jnp.float32)
     past_actions = jnp.zeros((self._history, self._num_actions), jnp.float32)
-    inner = GymnaxInner(state=state, obs=obs, past_frames=past_frames, past_actions=past_actions)
+    inner = GymnaxHistoryInner(
+      state=state, obs=obs, past_frames=past_frames, past_actions=past_actions
+    )
     return inner, jnp.bool_(False)
 
   def keyed_step(self, inner, action, key):
@@ -145,14 +158,16 @@ class GymnaxGame(KeyedGame):
       key, inner.state, action, self._env_params
     )
     rewards = jnp.reshape(jnp.asarray(reward, jnp.float32), (1,))
-    past_frames = inner.past_frames
-    past_actions = inner.past_actions
-    if self._history > 1:  # shift the window by one frame (a static choice)
-      newest = jnp.asarray(inner.obs, jnp.float32)[None]
-      past_frames = jnp.concatenate([past_frames[1:], newest])
-      one_hot = jax.nn.one_hot(action, self._num_actions, dtype=jnp.float32)[None]
-      past_actions = jnp.concatenate([past_actions[1:], one_hot])
-    inner = GymnaxInner(state=state, obs=obs, past_frames=past_frames, past_actions=past_actions)
+    if self._history == 1:
+      return GymnaxInner(state=state, obs=obs), rewards, terminated
+    # Shift the window by one frame.
+    newest = jnp.asarray(inner.obs, jnp.float32)[None]
+    past_frames = jnp.concatenate([inner.past_frames[1:], newest])
+    one_hot = jax.nn.one_hot(action, self._num_actions, dtype=jnp.float32)[None]
+    past_actions = jnp.concatenate([inner.past_actions[1:], one_hot])
+    inner = GymnaxHistoryInner(
+      state=state, obs=obs, past_frames=past_frames, past_actions=past_actions
+    )
     return inner, rewards, terminated
 
   def current_player(self, g):
