@@ -33,6 +33,8 @@ from envs.core import Env, ParamValue
 from envs.registry import build, register
 
 OBSERVATIONS = ("planes", "flat")
+# The adapter's own parameters that every wrapped game has, with their defaults.
+VIEW_DEFAULTS = {"observation": "planes", "history": 1}
 
 
 @struct.dataclass
@@ -74,7 +76,7 @@ class GymnaxGame(KeyedGame):
   gymnax_env_params = None  # ... and its EnvParams
   env_class = HiddenChanceEnv
   # Adapter parameters; every other parameter is a field of gymnax's EnvParams.
-  adapter_params = {"observation": "planes", "minimal_action_set": True, "history": 1}
+  adapter_params = {**VIEW_DEFAULTS, "minimal_action_set": True}
 
   def __init__(self, **params: ParamValue):
     super().__init__(**params)
@@ -238,7 +240,7 @@ def from_gymnax(name, env_params=None, **params: ParamValue) -> Env:
         "gymnax_id": name.name,
         "gymnax_env": name,
         "gymnax_env_params": env_params,
-        "default_params": {"observation": "planes", "history": 1, **_scalar_fields(env_params)},
+        "default_params": {**VIEW_DEFAULTS, **_scalar_fields(env_params)},
       },
     )
     return build(cls, params)
@@ -246,7 +248,7 @@ def from_gymnax(name, env_params=None, **params: ParamValue) -> Env:
     raise ValueError("from_gymnax(name): pass parameters by keyword, not env_params")
   if name not in _CLASSES:
     minimal = params.get("minimal_action_set")
-    defaults = {"observation": "planes", "history": 1}
+    defaults = dict(VIEW_DEFAULTS)
     if name.endswith("-MinAtar"):
       defaults["minimal_action_set"] = True
     defaults.update(_gymnax_params(name, minimal if isinstance(minimal, bool) else None))
@@ -278,8 +280,7 @@ for _game, (_gid, _limit) in MINATAR.items():
         "name": f"minatar-{_game}",
         "gymnax_id": _gid,
         "default_params": {
-          "observation": "planes",
-          "history": 1,
+          **VIEW_DEFAULTS,
           "minimal_action_set": True,
           "max_steps_in_episode": _limit,
         },
