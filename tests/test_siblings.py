@@ -493,3 +493,32 @@ def test_sibling_depth_is_validated():
   with pytest.raises(ValueError, match="sibling_depth must be of type int"):
     tiny.tiny_config("nannon", "loss.sibling_value_weight=1.0", "loss.sibling_depth=1.5")
   assert LossConfig().sibling_depth == 1
+
+
+def test_a_lane_stride_values_every_strideth_lane_alone():
+  # loss.sibling_lane_stride=3: the learner's SiblingFn gives lanes 0, 3,
+  # 6, ... the rows of stride 1 and every other lane the rows of a lane at
+  # no decision node (-1 moves, value 0), so the loss skips them.
+  env = _nannon()
+  state = _states(env, 6, jax.random.PRNGKey(2))  # 24 lanes
+  base = ("train.checkpoint_every=0", "loss.sibling_value_weight=1.0")
+  every = Learner(tiny.tiny_config("nannon", *base))
+  thin = Learner(tiny.tiny_config("nannon", *base, "loss.sibling_lane_stride=3"))
+  params = every.network.init(jax.random.PRNGKey(1))
+  want = [np.asarray(x) for x in jax.jit(every._sibling_fn())(params, state)]
+  got = [np.asarray(x) for x in jax.jit(thin._sibling_fn())(params, state)]
+  kept = np.arange(24) % 3 == 0
+  assert (want[0][kept] >= 0).any() and (want[0][~kept] >= 0).any()
+  np.testing.assert_array_equal(got[0][kept], want[0][kept])
+  np.testing.assert_allclose(got[1][kept], want[1][kept], rtol=1e-6)
+  assert (got[0][~kept] == -1).all() and (got[1][~kept] == 0).all()
+
+
+def test_sibling_lane_stride_is_validated():
+  with pytest.raises(ValueError, match="sibling_lane_stride must be an int >= 1, got 0"):
+    LossConfig(sibling_value_weight=1.0, sibling_lane_stride=0)
+  with pytest.raises(ValueError, match="sibling_lane_stride=4 .* sibling_value_weight 0"):
+    LossConfig(sibling_lane_stride=4)
+  with pytest.raises(ValueError, match="sibling_lane_stride must be of type int"):
+    tiny.tiny_config("nannon", "loss.sibling_value_weight=1.0", "loss.sibling_lane_stride=2.5")
+  assert LossConfig().sibling_lane_stride == 1

@@ -172,7 +172,7 @@ class Learner(BaseLearner):
         discount=self.config.discount,
         depth=self.config.loss.sibling_depth,
       )
-      return lookahead.siblings(policy, state)
+      return lookahead.siblings(policy, state, lane_stride=self.config.loss.sibling_lane_stride)
 
     return siblings
 

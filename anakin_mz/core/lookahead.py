@@ -183,17 +183,30 @@ def expectimax_policy(
   return envs.OnePlyPolicy(env=env, successor_value=successor_value, discount=discount)
 
 
-def siblings(policy: envs.OnePlyPolicy, state: envs.State) -> Tuple[chex.Array, chex.Array]:
+def siblings(
+  policy: envs.OnePlyPolicy, state: envs.State, *, lane_stride: int = 1
+) -> Tuple[chex.Array, chex.Array]:
   """Every legal move of `state` `[B]` and its value one ply deep on the
   real game, what the sibling-value term trains the learned model's
   one-step values on (`loss.sibling_value_loss`).
 
+  `lane_stride` s > 1 (`LossConfig.sibling_lane_stride`) values lanes 0, s,
+  2s, ... alone (the policy runs on those lanes only: its cost divided by
+  s); the other lanes get the rows of a lane at no decision node.
+
   Returns:
     (action int32 `[B, S]`, q float32 `[B, S]`) in `S =
     env.max_legal_actions` slots: the legal moves ascending, -1 in an unused
-    slot (and in every slot of a lane not at a decision node); q is
-    `policy.action_values` at the move (the mover's view, 0 where -1).
+    slot (and in every slot of a lane not at a decision node, or not
+    valued); q is `policy.action_values` at the move (the mover's view, 0
+    where -1).
   """
+  if lane_stride != 1:
+    batch = state.current_player.shape[0]
+    sub_action, sub_q = siblings(policy, jax.tree.map(lambda x: x[::lane_stride], state))
+    action = jnp.full((batch,) + sub_action.shape[1:], -1, sub_action.dtype)
+    q = jnp.zeros((batch,) + sub_q.shape[1:], sub_q.dtype)
+    return action.at[::lane_stride].set(sub_action), q.at[::lane_stride].set(sub_q)
   env = policy.env
   values = policy.action_values(state)  # [B, A]
   mask = state.legal_action_mask & (state.current_player >= 0)[:, None]

@@ -142,6 +142,14 @@ class LossConfig:
       tenth of 1's updates per second (3.0 against 30 on one core), a GPU
       setting (`planning.md`). > 1 with `sibling_value_weight` 0 is
       refused: it would train nothing.
+    sibling_lane_stride: self-play records the siblings in one lane of
+      every `sibling_lane_stride` (lanes 0, s, 2s, ... of each device's
+      block; 1, the default: every lane), the others record none. What it
+      buys: the lookahead's self-play cost divided by the stride (at
+      `sibling_depth` 2 that cost is most of a step). The term averages over
+      the batch with a start of no recorded moves counted 0, so a stride of
+      s weighs the term about `sibling_value_weight / s`: multiply the
+      weight by s to keep it. > 1 with `sibling_value_weight` 0 is refused.
     l2: c, the L2 coefficient on the kernels.
     commitment_weight: agent stochastic_muzero's chance-code commitment
       term (`anakin_mz.agents.stochastic_muzero`; it also reads the others).
@@ -158,6 +166,7 @@ class LossConfig:
   sibling_value_weight: float = 0.0
   sibling_steps: str = "start"
   sibling_depth: int = 1
+  sibling_lane_stride: int = 1
   l2: float = 1e-4
   commitment_weight: float = 1.0
 
@@ -176,6 +185,14 @@ class LossConfig:
       raise ValueError(
         f"loss sibling_depth={depth} sets the sibling-value term's targets, which "
         "sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or sibling_depth=1)"
+      )
+    stride = self.sibling_lane_stride
+    if not is_int(stride) or stride < 1:
+      raise ValueError(f"loss sibling_lane_stride must be an int >= 1, got {stride!r}")
+    if stride > 1 and self.sibling_value_weight == 0:
+      raise ValueError(
+        f"loss sibling_lane_stride={stride} thins the sibling-value term's records, which "
+        "sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or sibling_lane_stride=1)"
       )
     if self.sibling_steps == "all" and self.sibling_value_weight == 0:
       raise ValueError(
