@@ -140,7 +140,8 @@ class LossConfig:
       than the value head's one ply. Its self-play cost grows with the
       replies times the outcomes: on Nannon 6-3-6's config, 2 trains at a
       tenth of 1's updates per second (3.0 against 30 on one core), a GPU
-      setting (`planning.md`). > 1 with `sibling_value_weight` 0 is
+      setting unless `sibling_lane_stride` thins it (8: 16 updates/s;
+      `planning.md`, E10). > 1 with `sibling_value_weight` 0 is
       refused: it would train nothing.
     sibling_lane_stride: self-play records the siblings in one lane of
       every `sibling_lane_stride` (lanes 0, s, 2s, ... of each device's
