@@ -182,25 +182,22 @@ class LossConfig:
     depth = self.sibling_depth
     if not is_int(depth) or not 1 <= depth <= 3:
       raise ValueError(f"loss sibling_depth must be an int in 1..3, got {depth!r}")
-    if depth > 1 and self.sibling_value_weight == 0:
-      raise ValueError(
-        f"loss sibling_depth={depth} sets the sibling-value term's targets, which "
-        "sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or sibling_depth=1)"
-      )
     stride = self.sibling_lane_stride
     if not is_int(stride) or stride < 1:
       raise ValueError(f"loss sibling_lane_stride must be an int >= 1, got {stride!r}")
-    if stride > 1 and self.sibling_value_weight == 0:
-      raise ValueError(
-        f"loss sibling_lane_stride={stride} thins the sibling-value term's records, which "
-        "sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or sibling_lane_stride=1)"
-      )
-    if self.sibling_steps == "all" and self.sibling_value_weight == 0:
-      raise ValueError(
-        "loss sibling_steps='all' trains the sibling-value term at every unrolled step, "
-        "which sibling_value_weight 0 turns off: set sibling_value_weight > 0 (or "
-        "sibling_steps=start)"
-      )
+    # A sibling setting off its default does nothing with the term off: refused.
+    defaults = {f.name: f.default for f in dataclasses.fields(LossConfig)}
+    for name, does in (
+      ("sibling_depth", "sets the sibling-value term's targets"),
+      ("sibling_lane_stride", "thins the sibling-value term's records"),
+      ("sibling_steps", "trains the sibling-value term at every unrolled step"),
+    ):
+      value = getattr(self, name)
+      if value != defaults[name] and self.sibling_value_weight == 0:
+        raise ValueError(
+          f"loss {name}={value!r} {does}, which sibling_value_weight 0 turns off: "
+          f"set sibling_value_weight > 0 (or {name}={defaults[name]})"
+        )
 
 
 def value_loss(
