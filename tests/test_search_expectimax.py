@@ -57,6 +57,7 @@ def _two_moves_deep():
   t["chance"][6] = [0.0, -30.0]
   t["reward"][5], t["reward"][8] = -1.0, 0.3
   t["value"][3], t["value"][4], t["value"][6], t["value"][7] = 0.9, 0.9, 0.2, 0.4
+  t["value"][2] = 0.5  # a0's afterstate value, read with expectimax_afterstate only
   return jax.tree.map(jnp.asarray, t)
 
 
@@ -89,6 +90,14 @@ def test_two_moves_deep_hand_built():
   half = _values(t, rows, legal, _config(expectimax_depth=2, discount=0.5))
   a0 = 0.5 * (0.25 * (0.5 * -1.0) + 0.75 * (0.5 * (0.5 * (0.5 * 0.4))))
   np.testing.assert_allclose(half[0, :2], [a0, 0.3], rtol=1e-6)
+  # Afterstates end the line: one move deep a0 is row 2's own value; two
+  # moves deep the replies' afterstate row 6 is worth its value 0.2 (not
+  # row 7's 0.4), so row 4's reply is min(0.2, 0.3) = 0.2.
+  after = dict(expectimax_afterstate=True)
+  one = _values(t, rows, legal, _config(expectimax_depth=1, **after))
+  np.testing.assert_allclose(one, [[0.5, 0.3, -np.inf]], rtol=1e-6)
+  two = _values(t, rows, legal, _config(expectimax_depth=2, **after))
+  np.testing.assert_allclose(two[0, :2], [0.25 * -1.0 + 0.75 * 0.2, 0.3], rtol=1e-6)
 
 
 def test_the_search_plays_the_best_legal_move():
@@ -144,7 +153,7 @@ def _reference(t, root, legal, config, num_players, flip):
     if ident == term:
       return 0.0
     if ident == chance_cls:
-      if not chance:
+      if not chance or (moves == 0 and config.expectimax_afterstate):
         return float(t["value"][row])
       p = softmax(t["chance"][row])
       top = np.argsort(-p, kind="stable")[: config.expectimax_chance_width or len(p)]
@@ -167,18 +176,20 @@ def _reference(t, root, legal, config, num_players, flip):
 
 
 @pytest.mark.parametrize(
-  "seed, depth, width, chance_width, min_prior, flip, discount",
+  "seed, depth, width, chance_width, min_prior, flip, discount, afterstate",
   [
-    (0, 1, None, None, 0.01, True, 1.0),
-    (1, 2, None, None, 0.01, True, 1.0),
-    (2, 2, 2, None, 0.01, True, 0.9),
-    (3, 2, 2, 1, 0.0, False, 1.0),
-    (4, 3, 2, None, 0.05, True, 1.0),
-    (6, 2, None, 2, 0.01, True, 1.0),
+    (0, 1, None, None, 0.01, True, 1.0, False),
+    (1, 2, None, None, 0.01, True, 1.0, False),
+    (2, 2, 2, None, 0.01, True, 0.9, False),
+    (3, 2, 2, 1, 0.0, False, 1.0, False),
+    (4, 3, 2, None, 0.05, True, 1.0, False),
+    (6, 2, None, 2, 0.01, True, 1.0, False),
+    (1, 2, None, None, 0.01, True, 1.0, True),
+    (4, 3, 2, None, 0.05, True, 0.9, True),
   ],
 )
 def test_random_models_match_a_plain_recursion(
-  seed, depth, width, chance_width, min_prior, flip, discount
+  seed, depth, width, chance_width, min_prior, flip, discount, afterstate
 ):
   t = _random_tables(seed)
   rows = np.array([1, 2, 3, 4, 5], np.int32)
@@ -191,6 +202,7 @@ def test_random_models_match_a_plain_recursion(
     expectimax_chance_width=chance_width,
     expectimax_min_prior=min_prior,
     discount=discount,
+    expectimax_afterstate=afterstate,
   )
   got = _values(
     jax.tree.map(jnp.asarray, t), jnp.asarray(rows), jnp.asarray(legal), config, flip=flip
@@ -210,15 +222,27 @@ class _TableModel:
 
 
 @pytest.mark.parametrize("discount", [1.0, 0.8])
-def test_depth_one_is_the_planning_diagnosis_model_chance(discount):
+@pytest.mark.parametrize("afterstate", [False, True])
+def test_depth_one_is_the_planning_diagnosis_model_chance(discount, afterstate):
+  # Without the afterstate it is model_chance (the die averaged), with it
+  # model_1ply (the afterstate's own value).
   t = jax.tree.map(jnp.asarray, _random_tables(7))
   rows = jnp.arange(1, 9, dtype=jnp.int32)
   legal = jnp.ones((8, 3), bool)
-  got = _values(t, rows, legal, _config(expectimax_depth=1, discount=discount))
+  config = _config(expectimax_depth=1, discount=discount, expectimax_afterstate=afterstate)
+  got = _values(t, rows, legal, config)
   want = planning.model_action_values(
-    _TableModel(), t, rows, num_players=2, discount=discount, expect_chance=True
+    _TableModel(), t, rows, num_players=2, discount=discount, expect_chance=not afterstate
   )
   np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+  # The two differ on these tables: the test tells them apart.
+  other = _values(
+    t,
+    rows,
+    legal,
+    _config(expectimax_depth=1, discount=discount, expectimax_afterstate=not afterstate),
+  )
+  assert not np.allclose(got, other)
 
 
 @pytest.mark.parametrize(
@@ -230,6 +254,8 @@ def test_depth_one_is_the_planning_diagnosis_model_chance(discount):
     (dict(expectimax_min_prior=-0.1), "expectimax_min_prior must be a finite number >= 0"),
     (dict(expectimax_min_prior=1.0), "expectimax_min_prior must be below 1"),
     (dict(root="expectimaxx"), "root must be one of"),
+    (dict(expectimax_afterstate=1), "expectimax_afterstate must be true or false"),
+    (dict(root="puct", expectimax_afterstate=True), "which root 'puct' does not grow"),
   ],
 )
 def test_settings_are_checked(kw, match):

@@ -24,7 +24,9 @@ as in the tree):
   outcomes (all C by default), their probabilities renormalised: exact
   where the rest have none (a die of 6 in Nannon's 16 outcome slots, the
   other 10 its opening rolls); a chance child that is itself a chance node
-  stops at its value head (as `lookahead.node_values`);
+  stops at its value head (as `lookahead.node_values`); with
+  `expectimax_afterstate` a chance node with no moves left below it stops
+  at its value head too (the afterstate value);
 * a choice node with moves left is worth its mover's best (`mover_sign`:
   the root mover's opponent in a zero-sum game minimises) over its
   `expectimax_width` actions of highest prior, those of prior probability
@@ -34,7 +36,8 @@ as in the tree):
   worth its value head.
 
 `expectimax_depth=1` is the planning diagnosis's `model_chance` player:
-each legal move valued by the die one step deeper (tested equal). Cost per
+each legal move valued by the die one step deeper (tested equal); with
+`expectimax_afterstate` its `model_1ply` (tested equal). Cost per
 root: about `W * (C + W * C)` model calls at depth 2 (`W` the width, `C`
 the chance width), in one batched call per level; no simulations.
 
@@ -206,8 +209,9 @@ class _Rule:
     choice_key, chance_key = jax.random.split(key)
     choice = out.value if moves == 0 else self.best(choice_key, out, identity, moves)
     # A chance node is averaged one step deeper, or (a chance node's chance
-    # child) stops at its value head.
-    deeper = self.expected(chance_key, out, moves) if chance else out.value
+    # child, or an afterstate with no moves left) stops at its value head.
+    stop = not chance or (moves == 0 and self.config.expectimax_afterstate)
+    deeper = out.value if stop else self.expected(chance_key, out, moves)
     value = jnp.where(identity == self.num_players, deeper, choice)
     return jnp.where(identity == self.num_players + 1, 0.0, value)
 
