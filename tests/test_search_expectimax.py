@@ -255,7 +255,6 @@ def test_depth_one_is_the_planning_diagnosis_model_chance(discount, afterstate):
     (dict(expectimax_min_prior=1.0), "expectimax_min_prior must be below 1"),
     (dict(root="expectimaxx"), "root must be one of"),
     (dict(expectimax_afterstate=1), "expectimax_afterstate must be true or false"),
-    (dict(root="puct", expectimax_afterstate=True), "which root 'puct' does not grow"),
   ],
 )
 def test_settings_are_checked(kw, match):

@@ -143,7 +143,9 @@ class SearchConfig:
       `g(h(o), a)`, the planning diagnosis's `model_1ply`; at depth 2 the
       reply's afterstate ends the line. On Nannon 6-3-6 the afterstate
       ranks the moves better than the die averaged (planning.md, E11), at
-      1/C of the deepest level's model calls.
+      1/C of the deepest level's model calls. The other roots do not read
+      it, as the other `expectimax_*` keys (so `--search root=puct` works on
+      a config that plays this search).
     expectimax_min_prior: (`root="expectimax"`) below the root, an action
       whose prior probability is under this is not tried (the most likely
       one always is): a learned model's prior holds almost no mass on moves
@@ -339,12 +341,6 @@ class SearchConfig:
     for name in ("completed_q_rescale_values", "completed_q_use_mixed_value"):
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-    if self.expectimax_afterstate and self.root != "expectimax":
-      raise ValueError(
-        f"expectimax_afterstate=true values the leaves of root 'expectimax', "
-        f"which root {self.root!r} does not grow: set root=expectimax or "
-        "expectimax_afterstate=false"
-      )
     if self.root == "gumbel" and m > self.num_simulations:
       raise ValueError(
         f"root 'gumbel' with num_simulations={self.num_simulations} below "
