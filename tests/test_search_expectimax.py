@@ -269,8 +269,7 @@ def test_the_config_takes_it_to_play_and_refuses_it_for_self_play():
   assert config.search.root != "expectimax"
   with pytest.raises(ValueError, match="search.root 'expectimax' grows no tree"):
     config_lib.load(path, ["search.root=expectimax"])
-  with pytest.raises(ValueError, match="stochastic_muzero does not support search.root or"):
-    config_lib.load(path, ["agent=stochastic_muzero", "play_search.root=expectimax"])
+  # Stochastic MuZero plays it too (tests/test_smz_expectimax.py).
 
 
 def test_chunks_of_roots_give_the_same_values(monkeypatch):

@@ -72,6 +72,10 @@ def test_tree_setting_is_checked():
   with pytest.raises(ValueError, match="tree 'paper' has no depth limit"):
     SearchConfig(tree="paper", max_depth=5)
   assert hash(SearchConfig(tree="paper")) == hash(SearchConfig(tree="paper"))
+  # The expectimax grows no tree: it plays on a config whose self-play grows
+  # the paper's, whatever that tree's own settings.
+  play = SearchConfig(tree="paper", root="expectimax", final_move="q", max_depth=5)
+  assert (play.tree, play.root) == ("paper", "expectimax")
 
 
 # ----------------------------------------------------------------------------

@@ -25,7 +25,11 @@ afterstates (children chosen by mctx's deterministic `argmax sigma / (N + 1)`).
 A simulation expands one node, so `search.num_simulations` counts decision
 and chance nodes alike, as the NDMZ search does. The root prior's Dirichlet
 noise and the move's draw are the NDMZ search's (`search.add_root_noise`,
-`search.search_output`), so the two agents explore alike.
+`search.search_output`), so the two agents explore alike. The play search
+may be the expectimax instead (`play_search.root: expectimax`,
+`smz_expectimax`: the model in NDMZ's node form, so both agents play the
+same search; one move deep with `expectimax_afterstate` it ranks the moves
+by their afterstate value Q).
 
 Value sign. mctx backs up `Q = r + discount * V(child)` and its PUCT
 maximises, so every node's value must be from the view of the player who
@@ -78,7 +82,8 @@ discounted per transition in the targets, but by one `discount` per chance
 edge in the tree; the two agree for the default `discount: 1` (every board
 game here) and where no chance node lies between decisions.
 
-Not supported (refused by the config): the Gumbel root, reanalyse, the
+Not supported (refused by the config): the Gumbel root, an expectimax in
+self-play (it gives no visits to learn from), reanalyse, the
 "resnet" network kind and zero-sum games of more than two players.
 """
 
@@ -114,6 +119,7 @@ from anakin_mz.core.replay.targets import Prepared, backward_sums
 from anakin_mz.runtime import mesh as mesh_lib
 from anakin_mz.core import registry
 from anakin_mz.agents.replay_learner import Learner
+from anakin_mz.agents.smz_expectimax import smz_expectimax
 from anakin_mz.core.search import SearchConfig, SearchOutput, add_root_noise, search_output
 from anakin_mz.core.types import ModelOutput, Params
 
@@ -596,6 +602,8 @@ def search(
   of the batched states `state` `[B]`."""
   del env
   mask = act.decision_mask(state)
+  if config.root == "expectimax":  # the play search (`play_search`; self-play's is refused)
+    return smz_expectimax(params, key, model, state.observation, mask, config=config)
   return smz_search(
     params, key, model, state.observation, mask, config=config, temperature=temperature
   )
@@ -634,9 +642,10 @@ class StochasticMuZeroLearner(Learner):
 def check(config) -> None:
   """What this module does not implement, refused."""
   unsupported = {
-    "search.root or play_search.root other than puct (it searches with "
-    "mctx.stochastic_muzero_policy's PUCT)": (
-      config.search.root != "puct" or config.playing_search.root != "puct"
+    "search.root other than puct (self-play searches with "
+    "mctx.stochastic_muzero_policy's PUCT)": config.search.root != "puct",
+    "play_search.root gumbel (it plays with PUCT or expectimax)": (
+      config.playing_search.root == "gumbel"
     ),
     "search.tree: paper (the NDMZ paper's tree; it searches with "
     "mctx.stochastic_muzero_policy's)": config.search.tree != "ndmz",

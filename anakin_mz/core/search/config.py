@@ -110,7 +110,9 @@ class SearchConfig:
       applies on the model's edges (1 in the paper). The choice rule stays
       this config's PUCT (with the node's visits, 1 + the children's, under
       the square root; the paper writes the children's sum, 0 at a node's
-      first selection). "paper" needs `root="puct"` and `max_depth=None`.
+      first selection). "paper" needs `root="puct"` and `max_depth=None`
+      (or `root="expectimax"`, which grows no tree and reads none of this:
+      a play search on a config whose self-play grows the paper's tree).
       `search_tree.embeddings.kind` is then 3 at identity nodes.
     discount: per-edge discount of the tree, `Q(s, a) = r + discount * V`:
       it must be the discount of the value targets the model learned
@@ -270,8 +272,8 @@ class SearchConfig:
   def _check_tree(self):
     if self.tree not in TREES:
       raise ValueError(f"tree must be one of {TREES}, got {self.tree!r}")
-    if self.tree != "paper":
-      return
+    if self.tree != "paper" or self.root == "expectimax":
+      return  # the expectimax grows no tree: a play search on a paper-tree config
     if self.root != "puct":
       raise ValueError(
         f"tree 'paper' runs with root 'puct' only, got root {self.root!r}: sequential "
