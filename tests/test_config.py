@@ -157,7 +157,7 @@ def test_play_search_changes_the_search_that_plays_not_self_play(monkeypatch):
   from anakin_mz.eval import report
   from anakin_mz.runtime import restore
 
-  path = config_lib.shipped_path("nannon.yaml")
+  path = config_lib.shipped_path("einstein.yaml")  # a file without play_search
   plain = config_lib.load(path)
   assert plain.play_search == () and plain.playing_search == plain.search
   assert "play_search" not in plain.to_dict()

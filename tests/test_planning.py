@@ -155,7 +155,13 @@ def test_the_expectimax_search_one_move_deep_plays_model_chance(nannon_ckpt):
     nannon_ckpt,
     games=2,
     extra_policies=["search", "model_chance"],
-    search_overrides=["root=expectimax", "expectimax_depth=1", "expectimax_width=3"],
+    # the die averaged, not the afterstate that nannon.yaml's play search reads
+    search_overrides=[
+      "root=expectimax",
+      "expectimax_depth=1",
+      "expectimax_width=3",
+      "expectimax_afterstate=false",
+    ],
   )
   assert r["exact"]["search_vs_optimal"] == r["exact"]["model_chance_vs_optimal"]
   assert r["simulations"] == 0 and r["search_root"] == "expectimax"

@@ -179,9 +179,9 @@ def test_the_learner_records_siblings_and_trains_on_them():
   assert np.abs(data.sibling_q[decision]).max() > 0
   assert np.isfinite(float(jax.device_get(metrics.terms["sibling_value"])))
   # Off (weight 0): the buffer keeps no siblings.
-  plain = Learner(tiny.tiny_config("nannon", "train.checkpoint_every=0")).init(
-    jax.random.PRNGKey(0)
-  )
+  plain = Learner(
+    tiny.tiny_config("nannon", "train.checkpoint_every=0", "loss.sibling_value_weight=0")
+  ).init(jax.random.PRNGKey(0))
   assert plain.buffer.data.sibling_q is None
 
 
