@@ -37,8 +37,6 @@ legal moves by Q of phi(h(o), a), Stochastic MuZero's afterstate value
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import chex
 import jax
 import jax.numpy as jnp
@@ -47,9 +45,6 @@ from anakin_mz.core.search import SearchConfig, SearchOutput
 from anakin_mz.core.search.expectimax import expectimax_search
 from anakin_mz.core.search.tree import mover_sign
 from anakin_mz.core.types import ModelOutput, Params
-
-if TYPE_CHECKING:  # the agent's module imports this one
-  from anakin_mz.agents.stochastic_muzero import StochasticNetwork
 
 
 @chex.dataclass(frozen=True)
@@ -73,10 +68,9 @@ def _identity(player: chex.Array, num_players: int) -> chex.Array:
   return jnp.where(jax.nn.one_hot(player, num_players + 2) > 0, 0.0, -1e9)
 
 
-def recurrent_fn(
-  network: StochasticNetwork, params: Params, rng_key, action: chex.Array, node: SMZNode
-):
-  """NDMZ's `recurrent_fn` on Stochastic MuZero's model (module docstring):
+def recurrent_fn(network, params: Params, rng_key, action: chex.Array, node: SMZNode):
+  """NDMZ's `recurrent_fn` on Stochastic MuZero's model `network` (a
+  `stochastic_muzero.StochasticNetwork`, which imports this module; module docstring):
   unified actions `action` `[B]` from `node` `[B]` -> `ModelOutput` `[B]`
   whose embedding is the children's `SMZNode`."""
   del rng_key
@@ -120,7 +114,7 @@ def recurrent_fn(
 def smz_expectimax(
   params: Params,
   rng_key: chex.PRNGKey,
-  network: StochasticNetwork,
+  network,
   observation: chex.Array,
   legal_action_mask: chex.Array,
   *,
