@@ -14,7 +14,7 @@ import envs
 import tiny
 from anakin_mz import config as config_lib
 from anakin_mz.agents import stochastic_muzero
-from anakin_mz.agents.smz_expectimax import SMZNode, recurrent_fn, smz_expectimax
+from anakin_mz.agents.smz_expectimax import recurrent_fn, root_output, smz_expectimax
 from anakin_mz.core.networks import NetworkConfig
 from anakin_mz.core.search import SearchConfig
 from anakin_mz.core.search.expectimax import action_values
@@ -119,15 +119,11 @@ def test_random_network_matches_a_plain_recursion(depth, width, chance_width, af
     expectimax_afterstate=afterstate,
     expectimax_min_prior=0.0,
   )
-  root = net.root(params, obs)
-  node = SMZNode(
-    latent=root.embedding, afterstate=jnp.zeros((3,), bool), mover=jnp.zeros((3,), jnp.int32)
-  )
   got = np.asarray(
     action_values(
       params,
       jax.random.PRNGKey(0),
-      root.replace(embedding=node),
+      root_output(net, params, obs),
       lambda p, k, a, n: recurrent_fn(net, p, k, a, n),
       jnp.asarray(legal),
       num_players=net.num_players,

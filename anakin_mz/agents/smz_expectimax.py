@@ -111,6 +111,19 @@ def recurrent_fn(network, params: Params, rng_key, action: chex.Array, node: SMZ
   return out
 
 
+def root_output(network, params: Params, observation: chex.Array) -> ModelOutput:
+  """h then f on `[B, *obs]` (`network.root`) with the roots as `SMZNode`s:
+  states, the root mover's (0) to choose."""
+  root = network.root(params, observation)
+  batch = root.value.shape[0]
+  node = SMZNode(
+    latent=root.embedding,
+    afterstate=jnp.zeros((batch,), bool),
+    mover=jnp.zeros((batch,), jnp.int32),
+  )
+  return root.replace(embedding=node)
+
+
 def smz_expectimax(
   params: Params,
   rng_key: chex.PRNGKey,
@@ -124,17 +137,10 @@ def smz_expectimax(
   decision states observed as `observation` `[B, *obs]` with legal moves
   `legal_action_mask` `[B, A]`. Reads `config`'s expectimax keys and
   discount; `search_tree` is None."""
-  root = network.root(params, observation)
-  batch = root.value.shape[0]
-  node = SMZNode(
-    latent=root.embedding,
-    afterstate=jnp.zeros((batch,), bool),
-    mover=jnp.zeros((batch,), jnp.int32),
-  )
   return expectimax_search(
     params,
     rng_key,
-    root.replace(embedding=node),
+    root_output(network, params, observation),
     lambda p, k, a, n: recurrent_fn(network, p, k, a, n),
     legal_action_mask.astype(bool),
     num_players=network.num_players,
