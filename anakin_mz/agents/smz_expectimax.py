@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from anakin_mz.core.search import SearchConfig, SearchOutput
 from anakin_mz.core.search.expectimax import expectimax_search
 from anakin_mz.core.search.tree import mover_sign
-from anakin_mz.core.types import ModelOutput, Params
+from anakin_mz.core.types import ModelOutput, Params, where_lanes
 
 
 @chex.dataclass(frozen=True)
@@ -89,7 +89,7 @@ def recurrent_fn(network, params: Params, rng_key, action: chex.Array, node: SMZ
   changes = net.flip & (jnp.argmax(turn, axis=-1) == 1)
   mover = jnp.where(changes, 1 - node.mover, node.mover).astype(jnp.int32)
   from_state = jnp.logical_not(node.afterstate)
-  pick = lambda a, b: jnp.where(from_state.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+  pick = lambda a, b: where_lanes(from_state, a, b)
   child = SMZNode(
     latent=pick(after, state),
     afterstate=from_state,
