@@ -43,7 +43,7 @@ from anakin_mz.core.replay import Batch
 from anakin_mz.core import registry
 from anakin_mz.agents.replay_learner import Learner
 from anakin_mz.core.search import SearchConfig, SearchOutput
-from anakin_mz.core.types import ModelOutput, Params, relative_identity
+from anakin_mz.core.types import ModelOutput, Params, certain_identity_logits, relative_identity
 
 
 @chex.dataclass(frozen=True)
@@ -113,9 +113,7 @@ class TrueModel(Network):
     value = lookahead.state_values(env, nxt, children, values, root_player, discount=self.discount)
     reward = jnp.take_along_axis(nxt.rewards, root_player[:, None], axis=-1)[:, 0]
     identity = relative_identity(nxt.current_player, root_player, self.num_players)
-    identity_logits = jnp.where(
-      jax.nn.one_hot(identity, self.num_identity, dtype=jnp.bool_), 0.0, -jnp.inf
-    )
+    identity_logits = certain_identity_logits(identity, self.num_identity)
     return ModelOutput(
       reward=reward,
       value=value,

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from anakin_mz.core.search import SearchConfig, SearchOutput
 from anakin_mz.core.search.expectimax import expectimax_search
 from anakin_mz.core.search.tree import mover_sign
-from anakin_mz.core.types import ModelOutput, Params, where_lanes
+from anakin_mz.core.types import ModelOutput, Params, certain_identity_logits, where_lanes
 
 
 @chex.dataclass(frozen=True)
@@ -61,11 +61,6 @@ class SMZNode:
   latent: chex.Array
   afterstate: chex.Array
   mover: chex.Array
-
-
-def _identity(player: chex.Array, num_players: int) -> chex.Array:
-  """`[B, P + 2]` logits whose argmax is `player` (P: chance)."""
-  return jnp.where(jax.nn.one_hot(player, num_players + 2) > 0, 0.0, -1e9)
 
 
 def recurrent_fn(network, params: Params, rng_key, action: chex.Array, node: SMZNode):
@@ -103,8 +98,8 @@ def recurrent_fn(network, params: Params, rng_key, action: chex.Array, node: SMZ
     policy_logits=pick(jnp.zeros_like(policy), policy),
     chance_logits=pick(sigma, jnp.zeros_like(sigma)),
     identity_logits=pick(
-      _identity(jnp.full((batch,), net.num_players), net.num_players),
-      _identity(mover, net.num_players),
+      certain_identity_logits(jnp.full((batch,), net.num_players), net.num_players + 2),
+      certain_identity_logits(mover, net.num_players + 2),
     ),
     embedding=child,
   )

@@ -107,6 +107,16 @@ def relative_identity(player: jax.Array, root_player: jax.Array, num_players: in
   ).astype(jnp.int32)
 
 
+def certain_identity_logits(identity: jax.Array, num_classes: int) -> jax.Array:
+  """float32 `[..., num_classes]`: identity-head logits naming class
+  `identity` (int `[...]`) for certain, 0 there and -inf elsewhere: the
+  identity of a node whose kind is known (the real game's, or one fixed by
+  a model's structure)."""
+  import jax.numpy as jnp
+
+  return jnp.where(jax.nn.one_hot(identity, num_classes, dtype=jnp.bool_), 0.0, -jnp.inf)
+
+
 def where_lanes(mask: chex.Array, x: chex.ArrayTree, y: chex.ArrayTree) -> chex.ArrayTree:
   """Per-lane select between two batched pytrees: lane `i` of `x` where
   `mask[i]`, else of `y` (`mask` `[B]`, every leaf `[B, ...]`)."""
