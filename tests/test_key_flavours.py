@@ -86,16 +86,19 @@ def test_learner_init_and_search(agent):
   _same_in_both_flavours(lambda k: init_actors(learner.env, k, 4))
   params = learner.init(jax.random.PRNGKey(0)).params
   states = jax.vmap(learner.env.reset)(jax.random.split(jax.random.PRNGKey(2), 3))
-  search = lambda k: learner.agent.search(
-    params,
-    states,
-    k,
-    model=learner.network,
-    env=learner.env,
-    config=learner.config.search,
-    temperature=1.0,
-  )
-  _same_in_both_flavours(search)
+  # Self-play's search, then the one that plays (Nannon's: the expectimax,
+  # `smz_expectimax` for Stochastic MuZero).
+  for config, temperature in ((learner.config.search, 1.0), (learner.config.playing_search, 0.0)):
+    search = lambda k: learner.agent.search(
+      params,
+      states,
+      k,
+      model=learner.network,
+      env=learner.env,
+      config=config,
+      temperature=temperature,
+    )
+    _same_in_both_flavours(search)
 
 
 def test_ppo_init():
