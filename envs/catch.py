@@ -66,6 +66,10 @@ class Catch(Game):
     return self.columns
 
   @property
+  def max_chance_outcomes(self) -> int:
+    return 1  # no chance node follows a decision (a bound of at least 1)
+
+  @property
   def observation_shape(self) -> Tuple[int, ...]:
     return (self.rows, self.columns, 1)
 

@@ -176,6 +176,17 @@ class Game(abc.ABC):
     of `num_actions`; `envs.testing.check_playouts` checks the bound."""
     return self.num_actions
 
+  @property
+  def max_chance_outcomes(self) -> int:
+    """A bound on the outcomes of positive probability at any chance node
+    after the game's first decision (default `num_chance_outcomes`). The
+    chance nodes before it may have more (Nannon's opening throw, EinStein's
+    layout draws): the real-game lookahead (`anakin_mz.core.lookahead`)
+    expands only nodes reached by a move and keeps this many chance slots
+    instead of `num_chance_outcomes`; `envs.testing.check_playouts` checks
+    the bound."""
+    return self.num_chance_outcomes
+
   # Rules.
   @abc.abstractmethod
   def init(self, key: jax.Array) -> GameState:
@@ -275,6 +286,10 @@ class Env:
   @property
   def num_chance_outcomes(self) -> int:
     return self._game.num_chance_outcomes
+
+  @property
+  def max_chance_outcomes(self) -> int:
+    return self._game.max_chance_outcomes
 
   @property
   def observation_shape(self) -> Tuple[int, ...]:

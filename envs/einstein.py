@@ -227,6 +227,11 @@ class Einstein(Game):
     return NUM_PLACEMENTS if self.placement == "chance" else 6
 
   @property
+  def max_chance_outcomes(self) -> int:
+    """After the layouts every chance node is a die roll."""
+    return 6
+
+  @property
   def observation_shape(self) -> Tuple[int, ...]:
     return (SIZE, SIZE, NUM_PLANES)
 

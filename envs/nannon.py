@@ -302,6 +302,11 @@ class Nannon(Game):
     return 3 * self.d - 2
 
   @property
+  def max_chance_outcomes(self) -> int:
+    """After the opening (2 (d - 1) outcomes) every chance node is a die roll."""
+    return self.d
+
+  @property
   def observation_shape(self) -> Tuple[int, ...]:
     return (2 * self.n + 4 * (self.k + 1) + self.d + 2,)
 

@@ -134,6 +134,14 @@ def check_playouts(env: Env, key: jax.Array, batch: int = 64) -> Dict[str, np.nd
     f"{name}: more legal actions than its max_legal_actions ({env.max_legal_actions})"
   )
   assert not np.any(mask[~decision]), f"{name}: legal actions at a non-decision node"
+  # Chance nodes after a lane's first decision (the step reached from one).
+  decided = np.cumsum(decision, axis=0) - decision > 0
+  support = (probs > 0).sum(-1)
+  assert np.all(support[chance & decided] <= env.max_chance_outcomes), (
+    f"{name}: a chance node after a decision has more outcomes than its "
+    f"max_chance_outcomes ({env.max_chance_outcomes})"
+  )
+  assert 1 <= env.max_chance_outcomes <= env.num_chance_outcomes, name
   assert np.all(probs >= 0), f"{name}: negative chance probability"
   np.testing.assert_allclose(
     probs[chance].sum(-1), 1.0, atol=1e-5, err_msg=f"{name}: chance probs do not sum to 1"

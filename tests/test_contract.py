@@ -222,3 +222,23 @@ def test_materialize_is_bit_exact():
     got = np.asarray(got)[1]
     assert got.dtype == want.dtype
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
+def test_a_game_with_more_chance_outcomes_than_it_declares_is_caught():
+  """`check_playouts` holds a game to `max_chance_outcomes` after its first
+  decision, and only there: Nannon's opening throw has 10 outcomes for a
+  bound of 6; a Nannon that declares 5 is caught at its die rolls."""
+  from envs.nannon import Nannon
+
+  class Lying(Nannon):
+    @property
+    def max_chance_outcomes(self) -> int:
+      return 5
+
+  honest = envs.make("nannon")
+  assert (honest.num_chance_outcomes, honest.max_chance_outcomes) == (16, 6)
+  opening = np.asarray(honest.init(jax.random.PRNGKey(0)).chance_probs)
+  assert (opening > 0).sum() == 10
+  testing.check_playouts(honest, jax.random.PRNGKey(0))
+  with pytest.raises(AssertionError, match=r"more outcomes than its max_chance_outcomes \(5\)"):
+    testing.check_playouts(envs.Env(Lying(**honest.params)), jax.random.PRNGKey(0))

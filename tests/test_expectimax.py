@@ -173,3 +173,54 @@ def test_expectimax_depth_is_validated(depth):
   if depth != 4:
     with pytest.raises(ValueError, match="expectimax depth must be an int >= 1"):
       lookahead.expectimax_policy(env, _linear_value(env, 0), discount=1.0, depth=depth)
+
+
+def test_chance_slots_hold_the_outcomes_of_positive_probability_only():
+  """A chance node keeps `max_chance_outcomes` slots (Nannon 12-5-6: 6 of its
+  16 outcomes), its possible outcomes ascending with their probabilities;
+  a decision node none; and the value is the average over all outcomes (the
+  Python recursion above, which walks the whole outcome space)."""
+  env = envs.make("nannon", points=12, checkers=5, die_sides=6)
+  value_fn = _linear_value(env, 5)
+  decisions = _decision_states(env, jax.random.PRNGKey(6), 3, 30)
+  moved = jax.vmap(env.step)(decisions, jnp.argmax(decisions.legal_action_mask, -1))
+  states = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), moved, decisions)
+  root = jnp.concatenate([decisions.current_player] * 2).astype(jnp.int32)
+  kids = jax.jit(lookahead.chance_children, static_argnums=0)(env, states)
+  assert kids.probs.shape == (6, env.max_chance_outcomes) and env.num_chance_outcomes == 16
+  step = jax.jit(env.step)
+  values = np.asarray(
+    jax.jit(lambda s, r: lookahead.node_values(env, value_fn, s, r, moves=0, discount=0.9))(
+      states, root
+    )
+  )
+  for b in range(6):
+    s = jax.tree.map(lambda x: x[b], states)
+    want = _reference(env, value_fn, s, int(root[b]), 0, 0.9, step)
+    np.testing.assert_allclose(values[b], want, atol=2e-6)
+    if b < 3:  # a die roll (no move ends a 12-5-6 game from these)
+      assert int(s.current_player) == CHANCE
+      np.testing.assert_allclose(np.asarray(kids.probs[b]), np.full(6, 1 / 6), rtol=1e-6)
+      # Slot k rolled k + 1 (a child where no move is legal forfeits: die 0).
+      rolled = np.asarray(kids.states.current_player[b]) >= 0
+      die = np.asarray(kids.states.game.die[b])
+      np.testing.assert_array_equal(die[rolled], (np.arange(6) + 1)[rolled])
+      assert rolled.sum() >= 4
+    else:
+      assert not np.any(np.asarray(kids.probs[b]))
+    assert bool(kids.complete[b])
+
+
+def test_a_chance_node_beyond_its_slots_is_valued_nan_not_in_part():
+  """Inside jit a chance node with more possible outcomes than
+  `max_chance_outcomes` (Nannon's opening: 10 for 6 slots; the bound holds
+  after the first decision) is NaN at every depth, never the average of the
+  outcomes that fit."""
+  env = envs.make("nannon")
+  value_fn = _linear_value(env, 7)
+  opening = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+  root = jnp.zeros((2,), jnp.int32)
+  for moves in (0, 1):
+    v = lookahead.node_values(env, value_fn, opening, root, moves=moves, discount=1.0)
+    assert np.all(np.isnan(np.asarray(v))), moves
+  assert not np.any(np.asarray(lookahead.chance_children(env, opening).complete))

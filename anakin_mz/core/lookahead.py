@@ -17,6 +17,15 @@ view of a fixed `root_player` and with the config's per-transition discount:
 The caller evaluates the network once on the observations of the states and
 of their chance children (`observations`) and hands the values back
 (`state_values`), so all network calls of one lookahead are one batch.
+
+A chance node keeps `env.max_chance_outcomes` slots, its outcomes of positive
+probability in ascending order, not the whole outcome space (Nannon 6-3-6: 6
+of 16, so a two-move lookahead values 147 positions per move, not 867). The
+bound holds after a game's first decision, so the states handed in are ones
+reached by a move (and their chance descendants), as every caller's are. Inside
+jit a chance node with more outcomes of positive probability than the slots
+(a game's opening, or a game that breaks its bound) is valued NaN, never by a
+part of its outcomes.
 """
 
 from __future__ import annotations
@@ -48,26 +57,48 @@ def sign(player: chex.Array, root_player: chex.Array, flip_opponents: bool) -> c
   return jnp.where(flip_opponents & (player != root_player), -1.0, 1.0)
 
 
-def chance_children(env: envs.Env, state: envs.State) -> envs.State:
-  """`[N, C]` states: every chance outcome applied to each of the `[N]`
-  states (`env.step` explicit; meaningless but defined where a state is not a
-  chance node or an outcome has probability 0: the caller weights them by
-  `chance_probs`, zero there)."""
-  outcomes = jnp.arange(env.num_chance_outcomes, dtype=jnp.int32)
-  return jax.vmap(lambda s: jax.vmap(lambda c: env.step(s, c))(outcomes))(state)
+@chex.dataclass(frozen=True)
+class ChanceChildren:
+  """The chance outcomes of `[N]` states, in `C = env.max_chance_outcomes`
+  slots.
+
+  Attributes:
+    states: `[N, C]` the states each slot's outcome leads to (`env.step`
+      explicit; meaningless but defined in a slot of probability 0).
+    probs: float32 `[N, C]` the slot's probability: 0 in an unused slot and
+      at a state that is not a chance node.
+    complete: bool `[N]`: the slots hold all of the state's outcomes of
+      positive probability (True at a state that is not a chance node).
+  """
+
+  states: envs.State
+  probs: chex.Array
+  complete: chex.Array
 
 
-def observations(state: envs.State, children: envs.State) -> chex.Array:
+def chance_children(env: envs.Env, state: envs.State) -> ChanceChildren:
+  """The outcomes of positive probability of each of the `[N]` states
+  (ascending, `env.max_chance_outcomes` slots) and the states they lead to."""
+  chance = state.current_player == envs.CHANCE
+  possible = (state.chance_probs > 0) & chance[:, None]
+  outcomes, valid = envs.legal_slots(possible, env.max_chance_outcomes)
+  probs = jnp.where(valid, jnp.take_along_axis(state.chance_probs, outcomes, axis=-1), 0.0)
+  states = jax.vmap(lambda s, o: jax.vmap(lambda c: env.step(s, c))(o))(state, outcomes)
+  complete = jnp.sum(possible, axis=-1) <= env.max_chance_outcomes
+  return ChanceChildren(states=states, probs=probs, complete=complete)
+
+
+def observations(state: envs.State, children: ChanceChildren) -> chex.Array:
   """`[N + N * C, *obs]`: the states' observations, then their children's."""
-  n, c = children.current_player.shape
-  obs = children.observation.reshape((n * c,) + children.observation.shape[2:])
+  n, c = children.probs.shape
+  obs = children.states.observation.reshape((n * c,) + children.states.observation.shape[2:])
   return jnp.concatenate([state.observation, obs])
 
 
 def state_values(
   env: envs.Env,
   state: envs.State,
-  children: envs.State,
+  children: ChanceChildren,
   values: chex.Array,
   root_player: chex.Array,
   *,
@@ -79,16 +110,17 @@ def state_values(
   Args:
     env: the game.
     state: `[N]` states.
-    children: `[N, C]`, `chance_children(env, state)`.
+    children: `chance_children(env, state)`, `C` slots.
     values: `[N + N * C]` network values of `observations(state, children)`,
       each from its observation's view (`view_player`).
     root_player: int32 `[N]`.
     discount: per-transition discount.
   """
-  n = children.current_player.shape[0]
+  n = children.probs.shape[0]
   flip = env.payoff == "zero_sum"
   own = sign(view_player(env, state), root_player, flip) * values[:n]
-  kids = sign(view_player(env, children), root_player[:, None], flip) * values[n:].reshape(n, -1)
+  kid_view = view_player(env, children.states)
+  kids = sign(kid_view, root_player[:, None], flip) * values[n:].reshape(n, -1)
   return _combine(state, children, own, kids, root_player, discount)
 
 
@@ -96,12 +128,16 @@ def _combine(state, children, own, kids, root_player, discount):
   """`[N]`: the module's rule, given `own` `[N]` (the value of each state as a
   decision node) and `kids` `[N, C]` (of each chance child), both already
   from `root_player`'s view."""
-  n, c = children.current_player.shape
-  kid_value = jnp.where(children.current_player == envs.TERMINAL, 0.0, kids)
+  n, c = children.probs.shape
+  kid_value = jnp.where(children.states.current_player == envs.TERMINAL, 0.0, kids)
   kid_reward = jnp.take_along_axis(
-    children.rewards, jnp.broadcast_to(root_player[:, None, None], (n, c, 1)), axis=-1
+    children.states.rewards, jnp.broadcast_to(root_player[:, None, None], (n, c, 1)), axis=-1
   )[..., 0]
-  expected = jnp.sum(state.chance_probs * (kid_reward + discount * kid_value), axis=-1)
+  # An unused slot adds 0 even where its meaningless child's value is not finite.
+  weighted = children.probs * (kid_reward + discount * kid_value)
+  expected = jnp.sum(jnp.where(children.probs > 0, weighted, 0.0), axis=-1)
+  # NaN rather than the average of a part of the outcomes (module docstring).
+  expected = jnp.where(children.complete, expected, jnp.nan)
   return jnp.where(
     state.current_player == envs.CHANCE,
     expected,
@@ -130,17 +166,18 @@ def node_values(
   is averaged exactly, and a chance child that is itself a chance node
   still stops at the network. The tree has fixed
   shapes: every node is expanded both as a decision node
-  (`env.max_legal_actions` slots) and as a chance node, and its kind picks
-  the result, so the network sees about `N * ((1 + C) * max_legal_actions)
-  ** moves * (1 + C)` observations, in one batch per level.
+  (`env.max_legal_actions` slots) and as a chance node (`C =
+  env.max_chance_outcomes` slots), and its kind picks the result, so the
+  network sees about `N * ((1 + C) * max_legal_actions) ** moves * (1 + C)`
+  observations, in one batch per level.
   """
   children = chance_children(env, state)
   values = value_fn(observations(state, children))
   if moves == 0:
     return state_values(env, state, children, values, root_player, discount=discount)
-  n, c = children.current_player.shape
+  n, c = children.probs.shape
   flip = env.payoff == "zero_sum"
-  kids = jax.tree.map(lambda x: x.reshape((n * c,) + x.shape[2:]), children)
+  kids = jax.tree.map(lambda x: x.reshape((n * c,) + x.shape[2:]), children.states)
   nodes = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), state, kids)
   roots = jnp.concatenate([root_player, jnp.repeat(root_player, c)])
   # A decision node's mover plays its best move of the `moves`-deep
