@@ -74,7 +74,8 @@ model's values of the moves self-play rarely takes are the worst it has
 root; the value head's own one-ply values of them are good (the value
 player beats the search). The term needs a game the value player can look
 ahead on (`registry.LOOKAHEAD`); it costs the lookahead in self-play (about
-`max_legal_actions * (1 + C)` calls of h and f per decision) and `S` more
+`max_legal_actions * (1 + C)` calls of h and f per decision, C =
+`env.max_chance_outcomes`) and `S` more
 steps of g and f per sample. With `sibling_steps: all` it trains the same
 at every unrolled decision step t+k, on the latent the unroll reached
 there, with transition t+k's recorded moves and values (self-play records
@@ -138,11 +139,12 @@ class LossConfig:
       player's own values (the value head two moves deep plays better than
       one move, `planning.md` E9), so the model's one move can learn more
       than the value head's one ply. Its self-play cost grows with the
-      replies times the outcomes: on Nannon 6-3-6's config, 2 trains at a
-      tenth of 1's updates per second (3.0 against 30 on one core), a GPU
-      setting unless `sibling_lane_stride` thins it (8: 16 updates/s;
-      `planning.md`, E10). > 1 with `sibling_value_weight` 0 is
-      refused: it would train nothing.
+      replies times the outcomes: on Nannon 6-3-6's config, 2 trains at
+      0.45 of 1's updates per second on one core (5.8 against 13.0, a
+      same-host pair; a tenth before the lookahead kept only a chance
+      node's possible outcomes, `planning.md` E15); `sibling_lane_stride`
+      thins it. > 1 with `sibling_value_weight` 0 is refused: it would
+      train nothing.
     sibling_lane_stride: self-play records the siblings in one lane of
       every `sibling_lane_stride` (lanes 0, s, 2s, ... of each device's
       block; 1, the default: every lane), the others record none. What it

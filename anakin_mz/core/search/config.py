@@ -124,9 +124,9 @@ class SearchConfig:
       TD(lambda), in self-play and at play, and `evaluate.py --player
       value`. 1 is TD-Gammon's 1-ply expectimax; 2 also tries every reply to
       every chance outcome, at about `(1 + C) * max_legal_actions` times the
-      network calls (EinStein: 42x); at most 3, as each move multiplies
-      the cost again. The same on the learned model for `root="expectimax"`;
-      the tree searches ignore it.
+      network calls (C = `env.max_chance_outcomes`; EinStein: 42x); at most
+      3, as each move multiplies the cost again. The same on the learned
+      model for `root="expectimax"`; the tree searches ignore it.
     expectimax_width: (`root="expectimax"`) the moves tried at a choice
       node: the root's legal moves of highest prior, and below the root
       (where a learned model knows no legal mask) the actions of highest
