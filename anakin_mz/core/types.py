@@ -98,7 +98,6 @@ def terminal_identity(num_players: int) -> int:
 def relative_identity(player: jax.Array, root_player: jax.Array, num_players: int) -> jax.Array:
   """int32: identity-head class of absolute `player` (`envs.CHANCE` and
   `envs.TERMINAL` included) seen from `root_player`. Shapes broadcast."""
-  import jax.numpy as jnp
   from envs.core import CHANCE
 
   rel = jnp.mod(player - root_player, num_players)
@@ -112,8 +111,6 @@ def certain_identity_logits(identity: jax.Array, num_classes: int) -> jax.Array:
   `identity` (int `[...]`) for certain, 0 there and -inf elsewhere: the
   identity of a node whose kind is known (the real game's, or one fixed by
   a model's structure)."""
-  import jax.numpy as jnp
-
   return jnp.where(jax.nn.one_hot(identity, num_classes, dtype=jnp.bool_), 0.0, -jnp.inf)
 
 
