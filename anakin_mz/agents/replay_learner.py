@@ -188,6 +188,8 @@ class Learner(BaseLearner):
       payoff=self.env.payoff,
       td_steps=tc.td_steps,
       discount=self.config.discount,
+      value_lambda=tc.value_lambda,
+      bootstrap=tc.value_bootstrap,
     )
 
   def _sample(self, params, prepared, key):

@@ -50,6 +50,14 @@ class TrainConfig:
   replay_ratio: float = 1.0  # samples trained per transition generated
   unroll_steps: int = 6  # K
   td_steps: int = 0  # 0: game outcome; n > 0: n-step bootstrap
+  # < 1 (td_steps 0): each value target is the lambda-return over the decision
+  # steps ahead, TD(lambda)'s target (`replay.prepare`); 1: as td_steps says.
+  value_lambda: float = 1.0
+  # What stands in for the rest of a game where a value target bootstraps:
+  # "search", the root's search value; "siblings", the best sibling's real
+  # one-ply value (the value head's greedy move, whatever self-play drew;
+  # needs loss.sibling_value_weight > 0).
+  value_bootstrap: str = "search"
   learning_rate: float = 1e-3
   lr_schedule: str = "constant"  # "constant", or "cosine" decay over total_updates
   learning_rate_end: float = 1e-4  # the cosine schedule's final learning rate
@@ -98,6 +106,22 @@ class TrainConfig:
       )
     if self.td_steps < 0:
       raise ValueError(f"train.td_steps must be >= 0, got {self.td_steps}")
+    if not 0.0 <= self.value_lambda <= 1.0:
+      raise ValueError(
+        f"train.value_lambda must be in [0, 1] (1: no lambda-return), got {self.value_lambda}"
+      )
+    if self.value_lambda < 1.0 and self.td_steps > 0:
+      raise ValueError(
+        f"train.value_lambda={self.value_lambda} with train.td_steps={self.td_steps}: the "
+        "lambda-return already weighs every horizon; set td_steps to 0 (or value_lambda to 1)"
+      )
+    from anakin_mz.core.replay.targets import BOOTSTRAPS  # as the sections: lazily
+
+    if self.value_bootstrap not in BOOTSTRAPS:
+      raise ValueError(
+        f"train.value_bootstrap must be one of {', '.join(BOOTSTRAPS)}, "
+        f"got {self.value_bootstrap!r}"
+      )
     if self.replay_capacity < self.unroll_steps + self.rollout_length + 1:
       raise ValueError(
         "train.replay_capacity must exceed rollout_length + "
@@ -209,6 +233,21 @@ class Config:
       raise ValueError(
         f"loss.reconstruction_weight ({self.loss.reconstruction_weight}) needs a decoder to "
         "train: set network.decoder=true (or the weight to 0)"
+      )
+    if self.train.value_bootstrap == "siblings" and self.loss.sibling_value_weight == 0:
+      raise ValueError(
+        "train.value_bootstrap 'siblings' bootstraps from the sibling values self-play "
+        "records for the sibling-value term, which loss.sibling_value_weight 0 turns off: "
+        "set the weight > 0 (or value_bootstrap to 'search')"
+      )
+    if (
+      self.train.value_bootstrap == "siblings"
+      and self.train.td_steps > 0
+      and self.train.reanalyse_fraction > 0
+    ):
+      raise ValueError(
+        "train.reanalyse_fraction > 0 with td_steps > 0 refreshes the bootstrap with a "
+        "fresh search value, which value_bootstrap 'siblings' replaces: use one of them"
       )
     if self.search.discount != self.discount:
       raise ValueError(

@@ -116,6 +116,8 @@ class _Subject:
         payoff=env.payoff,
         td_steps=tc.td_steps,
         discount=config.discount,
+        value_lambda=tc.value_lambda,
+        bootstrap=tc.value_bootstrap,
       )
     )
     self.sample = jax.jit(

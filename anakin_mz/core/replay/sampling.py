@@ -118,6 +118,8 @@ def sample(
   payoff: str,
   td_steps: int = 0,
   discount: float = 1.0,
+  value_lambda: float = 1.0,
+  bootstrap: str = "search",
 ) -> Batch:
   """Samples `batch_size` starts among the valid decision steps, stratified
   by lane (`sample_starts`), and builds their K-step targets (module
@@ -131,13 +133,22 @@ def sample(
     num_players, num_actions, payoff: the env's.
     td_steps: 0 for the game outcome (Monte-Carlo), n > 0 for n-step returns.
     discount: per transition (1 for board games).
+    value_lambda, bootstrap: the value targets' lambda-return and bootstrap
+      value (`prepare`).
 
   Returns:
     a `Batch` (shapes there). `sample_prepared(prepare(buffer, ...), key,
     ...)` gives the same batch.
   """
   prepared = prepare(
-    buffer, K=K, num_players=num_players, payoff=payoff, td_steps=td_steps, discount=discount
+    buffer,
+    K=K,
+    num_players=num_players,
+    payoff=payoff,
+    td_steps=td_steps,
+    discount=discount,
+    value_lambda=value_lambda,
+    bootstrap=bootstrap,
   )
   return sample_prepared(
     prepared, key, batch_size, K=K, num_players=num_players, num_actions=num_actions

@@ -14,7 +14,28 @@ from envs.core import PAYOFF_KINDS
 from anakin_mz.core.replay.buffer import BufferState, lane_get, lane_set
 
 
-def _check(num_players: int, payoff: str, td_steps: int, discount: float):
+# What stands in for the rest of a game where a value target bootstraps
+# (`train.value_bootstrap`): the root's search value, or the best sibling's.
+BOOTSTRAPS = ("search", "siblings")
+
+
+def _check(
+  num_players: int,
+  payoff: str,
+  td_steps: int,
+  discount: float,
+  value_lambda: float = 1.0,
+  bootstrap: str = "search",
+):
+  if not 0.0 <= value_lambda <= 1.0:
+    raise ValueError(f"value_lambda must be in [0, 1] (1: no lambda-return), got {value_lambda}")
+  if value_lambda < 1.0 and td_steps > 0:
+    raise ValueError(
+      f"value_lambda={value_lambda} with td_steps={td_steps}: the lambda-return "
+      "already weighs every horizon; use td_steps 0 with it"
+    )
+  if bootstrap not in BOOTSTRAPS:
+    raise ValueError(f"bootstrap must be one of {', '.join(BOOTSTRAPS)}, got {bootstrap!r}")
   if payoff not in PAYOFF_KINDS:
     raise ValueError(f"payoff must be one of {PAYOFF_KINDS}, got {payoff!r}")
   if payoff == "zero_sum" and num_players != 2:
@@ -66,13 +87,15 @@ class _Lanes:
     start_ok: a valid start for a K-step unroll.
   """
 
-  def __init__(self, buffer: BufferState, k: int):
+  def __init__(self, buffer: BufferState, k: int, bootstrap: str = "search"):
     cap = buffer.capacity
     oldest = (buffer.write - buffer.count) % cap  # [B]
     self.slot_of = (oldest + jnp.arange(cap)[:, None]) % cap
     steps = types.SimpleNamespace(
       **{f: lane_get(getattr(buffer.data, f), self.slot_of) for f in _STEP_FIELDS}
     )
+    if bootstrap == "siblings":
+      steps.search_value = _best_sibling(buffer, self.slot_of, steps.search_value)
     self.steps = steps
     written = jnp.arange(cap)[:, None] < buffer.count[None, :]
     self.valid = written & steps.valid
@@ -93,6 +116,23 @@ class _Lanes:
     )
     self.bootstrap = self.decision & (self.decision_after > self.segment_end) & ~terminated_at_end
     self.start_ok = self.decision & (self.done_at_end | (self.time + k <= self.segment_end))
+
+
+def _best_sibling(buffer: BufferState, slot_of: chex.Array, search_value: chex.Array) -> chex.Array:
+  """float32 `[L, B]` (logical order): at each step with recorded siblings
+  the best sibling's real one-ply value (`Transition.sibling_q`, the
+  mover's view: the value head's greedy expectimax one move deep), else the
+  step's search value (a lane `loss.sibling_lane_stride` skipped)."""
+  if buffer.data.sibling_q is None:
+    raise ValueError(
+      "bootstrap='siblings' needs the buffer's sibling values (a buffer built with "
+      "example_transition(env, siblings=True): loss.sibling_value_weight > 0); this one has none"
+    )
+  action = lane_get(buffer.data.sibling_action, slot_of)  # [L, B, S]
+  q = lane_get(buffer.data.sibling_q, slot_of)
+  recorded = action >= 0
+  best = jnp.max(jnp.where(recorded, q, -jnp.inf), axis=-1)
+  return jnp.where(jnp.any(recorded, axis=-1), best, search_value)
 
 
 def backward_sums(a: chex.Array, b: chex.Array) -> chex.Array:
@@ -119,7 +159,12 @@ def _values_by_player(
 
 
 def _returns(
-  lanes: _Lanes, num_players: int, payoff: str, td_steps: int, discount: float
+  lanes: _Lanes,
+  num_players: int,
+  payoff: str,
+  td_steps: int,
+  discount: float,
+  value_lambda: float = 1.0,
 ) -> chex.Array:
   """float32 `[L, B, P]`: the value target of every step, per absolute player."""
   steps = lanes.steps
@@ -129,6 +174,15 @@ def _returns(
   stops = lanes.terminated | lanes.bootstrap | (lanes.segment_end == lanes.time) | ~lanes.valid
   a = jnp.where(stops, 0.0, discount)[..., None]
   b = jnp.where(lanes.bootstrap[..., None], boot, rewards)
+  if value_lambda < 1.0:
+    # The lambda-return: G_i = r_i + d ((1 - l) V_{i+1} + l G_{i+1}) where
+    # step i+1 is a decision step (V its bootstrap value), G_i = r_i + d
+    # G_{i+1} where it is a chance step (no value there). The same scan.
+    next_boot = jnp.concatenate([boot[1:], jnp.zeros_like(boot[:1])], axis=0)
+    next_decision = jnp.concatenate([lanes.decision[1:], jnp.zeros_like(lanes.decision[:1])])
+    mix = jnp.where(stops | ~next_decision, 0.0, 1.0 - value_lambda)[..., None]
+    b = b + discount * mix * next_boot
+    a = a * (1.0 - mix)
   mc = backward_sums(a, b)
   if td_steps == 0:
     return mc
@@ -149,13 +203,21 @@ def _returns(
 
 
 def value_targets(
-  buffer: BufferState, *, num_players: int, payoff: str, td_steps: int = 0, discount: float = 1.0
+  buffer: BufferState,
+  *,
+  num_players: int,
+  payoff: str,
+  td_steps: int = 0,
+  discount: float = 1.0,
+  value_lambda: float = 1.0,
+  bootstrap: str = "search",
 ) -> chex.Array:
   """float32 `[L, B, P]`: the value target of every slot (physical order),
-  from each absolute player's view; 0 at unwritten or invalid slots."""
-  _check(num_players, payoff, td_steps, discount)
-  lanes = _Lanes(buffer, 0)
-  g = _returns(lanes, num_players, payoff, td_steps, discount)
+  from each absolute player's view; 0 at unwritten or invalid slots.
+  `value_lambda` and `bootstrap` as `prepare`'s."""
+  _check(num_players, payoff, td_steps, discount, value_lambda, bootstrap)
+  lanes = _Lanes(buffer, 0, bootstrap)
+  g = _returns(lanes, num_players, payoff, td_steps, discount, value_lambda)
   g = jnp.where(lanes.valid[..., None], g, 0.0)
   return lane_set(jnp.zeros_like(g), lanes.slot_of, g)
 
@@ -207,13 +269,26 @@ def prepare(
   payoff: str,
   td_steps: int = 0,
   discount: float = 1.0,
+  value_lambda: float = 1.0,
+  bootstrap: str = "search",
 ) -> Prepared:
   """Derives the targets of the whole buffer once (parallel scans, O(L B P)),
-  so that many batches can be drawn from an unchanged buffer cheaply."""
-  _check(num_players, payoff, td_steps, discount)
+  so that many batches can be drawn from an unchanged buffer cheaply.
+
+  `value_lambda` < 1 (with `td_steps` 0) makes each value target the
+  lambda-return over the decision steps ahead (TD(lambda)'s target, Sutton &
+  Barto 12.1): the bootstrap value of the next decision step weighted 1 -
+  lambda, the return after it lambda; chance steps pass the return through.
+  `bootstrap` is the value that stands in for the rest of the game wherever
+  a target bootstraps (n-step, lambda, a cut segment): "search", the root's
+  search value, or "siblings", the best recorded sibling's real one-ply
+  value (`Transition.sibling_q`: the value head's greedy one-move expectimax
+  on the real game, whatever move self-play drew), the search value where a
+  step has none."""
+  _check(num_players, payoff, td_steps, discount, value_lambda, bootstrap)
   if K < 0:
     raise ValueError(f"need K >= 0, got {K}")
-  lanes = _Lanes(buffer, K)
+  lanes = _Lanes(buffer, K, bootstrap)
   return Prepared(
     buffer=buffer,
     phys=lanes.slot_of,
@@ -223,5 +298,5 @@ def prepare(
     decision_after=lanes.decision_after,
     decision=lanes.decision,
     valid=lanes.valid,
-    values=_returns(lanes, num_players, payoff, td_steps, discount),
+    values=_returns(lanes, num_players, payoff, td_steps, discount, value_lambda),
   )
