@@ -37,7 +37,7 @@ TINY = (
   "train.log_every=1",
   "train.eval_games=4",
   # nannon.yaml's two-move sibling targets compile a lookahead 18x the one
-  # move's; the tests of the term (test_siblings, test_expectimax) set both.
+  # move's; test_siblings sets depth 2 where it tests it.
   "loss.sibling_depth=1",
 )
 
