@@ -96,6 +96,11 @@ class Learner(BaseLearner):
         f"game, which {self.env.id} does not allow ({unsupported_reason(self.env)}); "
         "set it to 0"
       )
+    if config.train.selfplay_player == "value" and not self.siblings:
+      raise ValueError(
+        f"train.selfplay_player 'value' plays by the sibling values, which agent "
+        f"{config.agent!r} does not compute: set selfplay_player to 'search'"
+      )
     # Raises where the reanalysed samples do not split over the devices.
     reanalyse_lib.reanalysed_rows(
       config.train.batch_size, config.train.reanalyse_rows, self.num_devices
@@ -280,6 +285,7 @@ class Learner(BaseLearner):
       lane0=mesh_lib.lane_offset(local_lanes),
       total_lanes=tc.num_envs,
       siblings=self._sibling_fn(),
+      play_siblings=tc.selfplay_player == "value",
     )
     stats = mesh_lib.psum(stats)
     buffer = replay_lib.add(state.buffer, records, drop_invalid=True)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the sections' modules pull in flax and mctx: imported lazil
 
 
 LR_SCHEDULES = ("constant", "cosine")
+# Who picks self-play's moves (`TrainConfig.selfplay_player`).
+SELFPLAY_PLAYERS = ("search", "value")
 # How a study's seeds lie on several devices (`runtime.seeds.choose_layout`).
 SEED_LAYOUTS = ("auto", "seeds", "lanes")
 
@@ -58,6 +60,11 @@ class TrainConfig:
   # one-ply value (the value head's greedy move, whatever self-play drew;
   # needs loss.sibling_value_weight > 0).
   value_bootstrap: str = "search"
+  # Who picks self-play's moves: "search", the agent's search, sampled at the
+  # temperature; "value", the best move by the sibling values (the value
+  # head's expectimax of loss.sibling_depth moves on the real game, greedy, as
+  # TD(lambda) plays). Either way the search runs and its visits train the policy.
+  selfplay_player: str = "search"
   learning_rate: float = 1e-3
   lr_schedule: str = "constant"  # "constant", or "cosine" decay over total_updates
   learning_rate_end: float = 1e-4  # the cosine schedule's final learning rate
@@ -121,6 +128,11 @@ class TrainConfig:
       raise ValueError(
         f"train.value_bootstrap must be one of {', '.join(BOOTSTRAPS)}, "
         f"got {self.value_bootstrap!r}"
+      )
+    if self.selfplay_player not in SELFPLAY_PLAYERS:
+      raise ValueError(
+        f"train.selfplay_player must be one of {', '.join(SELFPLAY_PLAYERS)}, "
+        f"got {self.selfplay_player!r}"
       )
     if self.replay_capacity < self.unroll_steps + self.rollout_length + 1:
       raise ValueError(
@@ -239,6 +251,15 @@ class Config:
         "train.value_bootstrap 'siblings' bootstraps from the sibling values self-play "
         "records for the sibling-value term, which loss.sibling_value_weight 0 turns off: "
         "set the weight > 0 (or value_bootstrap to 'search')"
+      )
+    if self.train.selfplay_player == "value" and (
+      self.loss.sibling_value_weight == 0 or self.loss.sibling_lane_stride != 1
+    ):
+      raise ValueError(
+        "train.selfplay_player 'value' plays the best of the sibling values self-play "
+        "computes for the sibling-value term in every lane: set loss.sibling_value_weight "
+        f"> 0 (now {self.loss.sibling_value_weight}) and loss.sibling_lane_stride to 1 "
+        f"(now {self.loss.sibling_lane_stride}), or selfplay_player to 'search'"
       )
     if (
       self.train.value_bootstrap == "siblings"

@@ -193,6 +193,18 @@ def _play(
   return where_lanes(live, played, actor), record, stats
 
 
+def best_sibling(siblings: Tuple[chex.Array, chex.Array], fallback: chex.Array) -> chex.Array:
+  """`[B]` the move of the highest sibling value in each lane (the first of
+  equal ones), from a `SiblingFn`'s (action `[B, S]`, q `[B, S]`); `fallback`
+  `[B]` where a lane has no sibling (not at a decision node: a chance run
+  longer than `env.chance_run`, where the move is not played)."""
+  action, q = siblings
+  valid = action >= 0
+  slot = jnp.argmax(jnp.where(valid, q, -jnp.inf), axis=-1)
+  best = jnp.take_along_axis(action, slot[:, None], axis=-1)[:, 0]
+  return jnp.where(jnp.any(valid, axis=-1), best, fallback).astype(jnp.int32)
+
+
 def lane_search(
   params: Params,
   state: envs.State,
@@ -248,6 +260,7 @@ def rollout(
   lane0: chex.Numeric = 0,
   total_lanes: int | None = None,
   siblings: Optional[SiblingFn] = None,
+  play_siblings: bool = False,
 ) -> Tuple[ActorState, Transition, RolloutStats]:
   """Plays `num_steps` transitions in each lane (over time; see the module
   docstring).
@@ -267,6 +280,10 @@ def rollout(
     siblings: a `SiblingFn` whose moves and values each decision step's
       record keeps (`Transition.sibling_q`), or None (records without them).
       Evaluated with `params`, beside the search.
+    play_siblings: each decision's move is the sibling with the highest
+      value (the first of equals), not the search's (`TrainConfig.selfplay_player`
+      "value"); the search still runs and its record is kept. Needs
+      `siblings` valuing every lane.
 
   Returns:
     The new actor state, the `Transition` record `[I * (R + 1), B]` (R =
@@ -274,6 +291,8 @@ def rollout(
     invalid slots where a lane had nothing to do; exactly `[T, B]`, all valid,
     with `search_at_chance`) and the chunk's `RolloutStats`.
   """
+  if play_siblings and siblings is None:
+    raise ValueError("play_siblings plays the best sibling: pass the siblings function")
   num_envs = actor.episode_length.shape[0]
   run = 0 if search_at_chance else env.chance_run
   quota = num_steps - actor.surplus  # [B]
@@ -304,7 +323,8 @@ def rollout(
     )
     everyone = jnp.ones((num_envs,), jnp.bool_)
     sib = None if siblings is None else siblings(params, actor.env_state)
-    actor, rec, st = _play(actor, everyone, active, out.action, out, env=env, siblings=sib)
+    move = best_sibling(sib, out.action) if play_siblings else out.action
+    actor, rec, st = _play(actor, everyone, active, move, out, env=env, siblings=sib)
     records.append(rec)
     stats.append(st)
     made = made + sum(r.valid.astype(jnp.int32) for r in records)
