@@ -75,3 +75,14 @@ def test_the_search_player_does_not_always_play_the_best_sibling():
 def test_a_bad_selfplay_player_is_refused_with_what_is_valid(overrides, match):
   with pytest.raises(ValueError, match=match):
     tiny.tiny_config("nannon", *overrides)
+
+
+def test_an_agent_whose_loss_reads_no_siblings_refuses_the_value_player():
+  # Stochastic MuZero's loss ignores the sibling term, so its self-play
+  # computes no sibling values to play by: refused by name, not played by
+  # the search in silence.
+  from anakin_mz.agents.stochastic_muzero import StochasticMuZeroLearner
+
+  cfg = tiny.tiny_config("nannon", "agent=stochastic_muzero", "train.selfplay_player=value")
+  with pytest.raises(ValueError, match="agent 'stochastic_muzero' does not compute"):
+    StochasticMuZeroLearner(cfg)
