@@ -47,14 +47,8 @@ def test_the_value_player_plays_the_best_sibling_at_every_decision():
   np.testing.assert_array_equal(taken, best)
   # The search still ran: its visit distribution is recorded for the policy.
   np.testing.assert_allclose(data.search_policy[decision].sum(-1), 1.0, rtol=1e-5)
-
-
-def test_the_search_player_does_not_always_play_the_best_sibling():
-  # The same run with the default player: the search's moves, sampled at
-  # temperature 1 from a tiny untrained network's visits, differ from the
-  # value head's greedy move somewhere (so the test above can fail).
-  data, decision, best = _decisions()
-  assert (data.action[decision] != best).any()
+  # With the default player the same run's moves differ from these somewhere
+  # (test_siblings' learner test checks it), so this test can fail.
 
 
 @pytest.mark.parametrize(

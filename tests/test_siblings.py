@@ -16,6 +16,7 @@ import tiny
 from anakin_mz.agents.replay_learner import Learner
 from anakin_mz.core import lookahead, replay
 from anakin_mz import config as config_lib
+from anakin_mz.core.selfplay import best_sibling
 from anakin_mz.core.loss import LossConfig, ndmz_loss, sibling_value_loss
 from anakin_mz.core.networks import Network, NetworkConfig
 
@@ -177,6 +178,11 @@ def test_the_learner_records_siblings_and_trains_on_them():
   taken = data.action[decision]
   assert (data.sibling_action[decision] == taken[:, None]).any(-1).all()
   assert np.abs(data.sibling_q[decision]).max() > 0
+  # The default self-play player is the search: sampled at temperature 1 from
+  # a tiny untrained network's visits, its moves are not all the best sibling
+  # (what train.selfplay_player=value plays, test_selfplay_player).
+  best = best_sibling((data.sibling_action[decision], data.sibling_q[decision]), taken)
+  assert (np.asarray(best) != taken).any()
   assert np.isfinite(float(jax.device_get(metrics.terms["sibling_value"])))
   # Off (weight 0): the buffer keeps no siblings.
   plain = Learner(
